@@ -1,0 +1,153 @@
+"""Turning what Claude Code reports about a tool call into text: the result as the model read it, the
+file paths it touched, and a one-line summary built by rules (never by a model).
+
+Pure functions over plain JSON values, shared by the capture hooks and the readers.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+SUMMARY_WIDTH = 120
+_EXIT_CODE = re.compile(r"^Exit code (-?\d+)")
+_PATH_KEYS = ("file_path", "notebook_path", "path")
+
+
+def clean_text(value: str) -> str:
+    """Replace lone surrogates (valid JSON escapes, invalid UTF-8) so SQLite can store the text."""
+    if value.isascii():
+        return value
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return value.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+    return value
+
+
+def to_json(value: Any) -> str:
+    """JSON that keeps every character: readable UTF-8 normally, ASCII escapes when lone surrogates occur."""
+    text = json.dumps(value, ensure_ascii=False)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(value, ensure_ascii=True)
+    return text
+
+
+def result_text(tool_name: str, response: Any) -> str:
+    """The tool result as text, taken from the fields that carry it for each tool."""
+    if isinstance(response, str):
+        if tool_name.startswith("mcp__"):
+            parsed = _maybe_json(response)
+            if isinstance(parsed, list):
+                return _content_blocks_text(parsed)
+        return response
+    if isinstance(response, list):
+        return _content_blocks_text(response)
+    if isinstance(response, dict):
+        return _dict_result_text(response)
+    return "" if response is None else to_json(response)
+
+
+def _dict_result_text(response: dict[str, Any]) -> str:
+    if "stdout" in response or "stderr" in response:
+        stdout, stderr = _str(response.get("stdout")), _str(response.get("stderr"))
+        return stdout + ("\n" + stderr if stdout and stderr else stderr)
+    file = response.get("file")
+    if isinstance(file, dict) and isinstance(file.get("content"), str):
+        return file["content"]
+    patch = response.get("structuredPatch")
+    if isinstance(patch, list) and patch:
+        return _patch_text(patch)
+    for key in ("content", "result", "output", "text"):
+        if isinstance(response.get(key), str):
+            return response[key]
+        if key == "content" and isinstance(response.get(key), list):
+            return _content_blocks_text(response[key])
+    filenames = response.get("filenames")
+    if isinstance(filenames, list) and all(isinstance(name, str) for name in filenames):
+        return "\n".join(filenames)
+    return to_json(response)
+
+
+def _content_blocks_text(blocks: list[Any]) -> str:
+    parts = []
+    for block in blocks:
+        if isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str):
+            parts.append(block["text"])
+        else:
+            parts.append(to_json(block))
+    return "\n".join(parts)
+
+
+def _patch_text(hunks: list[Any]) -> str:
+    lines = []
+    for hunk in hunks:
+        if not isinstance(hunk, dict):
+            continue
+        lines.append(
+            f"@@ -{hunk.get('oldStart')},{hunk.get('oldLines')} +{hunk.get('newStart')},{hunk.get('newLines')} @@"
+        )
+        lines.extend(line for line in hunk.get("lines", []) if isinstance(line, str))
+    return "\n".join(lines)
+
+
+def exit_status_of(error: str | None) -> int | None:
+    """Claude Code reports a failed Bash call only as `Exit code N\\n...` text."""
+    match = _EXIT_CODE.match(error or "")
+    return int(match.group(1)) if match else None
+
+
+def touched_paths(tool_input: dict[str, Any]) -> list[str]:
+    return [tool_input[key] for key in _PATH_KEYS if isinstance(tool_input.get(key), str)]
+
+
+def tool_summary(tool_name: str, tool_input: dict[str, Any], text: str, exit_status: int | None,
+                 is_error: bool) -> str:
+    lines = text.count("\n") + (1 if text and not text.endswith("\n") else 0)
+    outcome = f"exit {exit_status}" if exit_status is not None else ("error" if is_error else "ok")
+    if tool_name == "Bash":
+        subject = _str(tool_input.get("command"))
+    elif tool_name in ("Read", "Write", "Edit", "NotebookEdit"):
+        subject = ", ".join(touched_paths(tool_input))
+    elif tool_name in ("Grep", "Glob"):
+        subject = _str(tool_input.get("pattern")) + (f" in {tool_input['path']}" if tool_input.get("path") else "")
+    elif tool_name in ("Agent", "Task"):
+        subject = _str(tool_input.get("description"))
+    elif tool_name == "WebFetch":
+        subject = _str(tool_input.get("url"))
+    else:
+        subject = to_json(tool_input)
+    return one_line(f"{tool_name} {subject} -> {outcome}, {lines} lines")
+
+
+def text_summary(label: str, text: str) -> str:
+    return one_line(f"{label}: {text}")
+
+
+def one_line(text: str, width: int = SUMMARY_WIDTH) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+def estimate_tokens(text: str) -> int:
+    """About four characters a token for English and code; callers that must not overflow divide by three."""
+    return (len(text) + 3) // 4
+
+
+def _maybe_json(text: str) -> Any:
+    if not text.lstrip().startswith(("[", "{")):
+        return None
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
+
+
+def _str(value: Any) -> str:
+    return value if isinstance(value, str) else ("" if value is None else to_json(value))

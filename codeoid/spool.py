@@ -1,0 +1,142 @@
+"""The spool: hook events that could not be written when they happened, replayed by the next writer.
+
+One file per event, written to a temporary name and renamed into place, so concurrent hooks never
+interleave and a reader never sees half an entry. A replaying process claims a file by renaming it
+(atomic: exactly one claimant wins) and removes it only after its contents are committed to the store;
+a claim left behind by a killed process is taken over after `STALE_CLAIM_SECONDS`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable, Iterator
+
+from codeoid import paths
+from codeoid.log import log
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+STALE_CLAIM_SECONDS = 60
+_SUFFIX = ".event.json"
+_CLAIMED = ".claimed"
+
+
+class SpooledEvent:
+    """One hook event as received: what the handlers apply, now or when replayed from the spool."""
+
+    __slots__ = ("event", "payload", "env", "received_at")
+
+    def __init__(self, event: str, payload: dict[str, Any], env: dict[str, str], received_at: float) -> None:
+        self.event = event
+        self.payload = payload
+        self.env = env
+        self.received_at = received_at
+
+
+def spool_event(event: SpooledEvent, directory: str | None = None) -> str:
+    directory = directory or paths.spool_dir()
+    name = f"{time.time_ns():020d}-{os.getpid()}-{os.urandom(4).hex()}"
+    body = json.dumps(
+        {"event": event.event, "payload": event.payload, "env": event.env, "received_at": event.received_at}
+    ).encode()
+    temporary = os.path.join(directory, name + ".tmp")
+    fd = paths.open_private(temporary, os.O_CREAT | os.O_WRONLY | os.O_EXCL)
+    try:
+        with os.fdopen(fd, "wb") as file:
+            file.write(body)
+            file.flush()
+            os.fsync(file.fileno())
+    except BaseException:
+        _remove(temporary)
+        raise
+    final = os.path.join(directory, name + _SUFFIX)
+    os.replace(temporary, final)
+    return final
+
+
+def backlog(directory: str | None = None) -> int:
+    """How many events wait in the spool (what `codeoid doctor` reports)."""
+    directory = directory or paths.spool_dir()
+    return sum(1 for name in os.listdir(directory) if name.endswith((_SUFFIX, _CLAIMED)))
+
+
+def replay(apply: Callable[[SpooledEvent], None], directory: str | None = None, limit: int = 500,
+           retryable: tuple[type[BaseException], ...] = ()) -> int:
+    """Apply up to `limit` spooled events in arrival order; return how many were applied.
+
+    `apply` must commit before it returns. When it raises one of `retryable` (the store is busy again) the
+    event goes back to the spool and replay stops; any other failure would recur on every replay, so that
+    event is moved to the quarantine and replay goes on.
+    """
+    directory = directory or paths.spool_dir()
+    applied = 0
+    for claimed in _claim(directory, limit):
+        name = os.path.basename(claimed)
+        try:
+            event = _read(claimed)
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            os.replace(claimed, os.path.join(paths.quarantine_dir(), name.replace(_CLAIMED, ".unreadable")))
+            log("spool", f"{name}: unreadable ({error!r}); moved to the quarantine")
+            continue
+        try:
+            apply(event)
+        except retryable:
+            os.replace(claimed, os.path.join(directory, _original_name(name)))
+            raise
+        except Exception as error:  # noqa: BLE001 - one bad event must not block the ones behind it
+            os.replace(claimed, os.path.join(paths.quarantine_dir(), name.replace(_CLAIMED, ".failed")))
+            log("spool", f"{name}: replay failed ({error!r}); moved to the quarantine")
+            continue
+        _remove(claimed)
+        applied += 1
+    return applied
+
+
+def _claim(directory: str, limit: int) -> Iterator[str]:
+    now = time.time()
+    taken = 0
+    for name in sorted(os.listdir(directory)):
+        if taken >= limit:
+            return
+        source = os.path.join(directory, name)
+        if name.endswith(_CLAIMED):
+            try:
+                if now - os.stat(source).st_mtime < STALE_CLAIM_SECONDS:
+                    continue
+            except FileNotFoundError:
+                continue
+        elif not name.endswith(_SUFFIX):
+            continue
+        target = os.path.join(directory, f"{_original_name(name)}.{os.getpid()}{_CLAIMED}")
+        try:
+            os.replace(source, target)
+        except FileNotFoundError:
+            continue  # another process claimed it first
+        os.utime(target)
+        taken += 1
+        yield target
+
+
+def _original_name(name: str) -> str:
+    """`<stamp>.event.json.<pid>.claimed` -> `<stamp>.event.json`."""
+    return name[: name.index(_SUFFIX) + len(_SUFFIX)]
+
+
+def _read(path: str) -> SpooledEvent:
+    with open(path, "rb") as file:
+        data = json.loads(file.read())
+    return SpooledEvent(
+        event=str(data["event"]), payload=dict(data["payload"]), env=dict(data["env"]),
+        received_at=float(data["received_at"]),
+    )
+
+
+def _remove(path: str) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass

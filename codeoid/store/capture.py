@@ -1,0 +1,256 @@
+"""Writing what happens in a session: backing sessions, user turns, tool calls, assistant messages.
+
+Every write is idempotent on Claude Code's own keys (`tool_use_id`, `prompt_id`, `message.id`), so a hook
+that is retried, replayed from the spool or fired twice never makes a second episode.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+
+from codeoid import render
+from codeoid.workspace import WorkspaceId
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+
+class Owner:
+    """Where an episode belongs: the backing Claude Code session and the codeoid session behind it."""
+
+    __slots__ = ("backing_session_id", "session_id", "workspace_id")
+
+    def __init__(self, backing_session_id: str, session_id: str, workspace_id: int) -> None:
+        self.backing_session_id = backing_session_id
+        self.session_id = session_id
+        self.workspace_id = workspace_id
+
+
+def ensure_workspace(db: sqlite3.Connection, workspace: WorkspaceId, now: float) -> int:
+    db.execute(
+        "INSERT INTO workspaces (key, root, portable_id, created_at) VALUES (?, ?, ?, ?) ON CONFLICT(key) DO NOTHING",
+        (workspace.key, workspace.root, workspace.portable_id, now),
+    )
+    row = db.execute("SELECT id FROM workspaces WHERE key = ?", (workspace.key,)).fetchone()
+    return int(row[0])
+
+
+def ensure_backing_session(
+    db: sqlite3.Connection,
+    *,
+    backing_session_id: str,
+    workspace: WorkspaceId,
+    now: float,
+    codeoid_session_id: str | None = None,
+    source: str | None = None,
+    claude_pid: int | None = None,
+    transcript_path: str | None = None,
+    model: str | None = None,
+) -> Owner:
+    """Find or register the backing session; a new one joins `codeoid_session_id` or starts a session.
+
+    Under the supervisor `codeoid_session_id` carries the durable id across rotations; without it each new
+    backing session (startup, `/clear`) is a new codeoid session, and a resumed one keeps its own.
+    """
+    row = db.execute(
+        "SELECT b.session_id, s.workspace_id FROM backing_sessions b JOIN sessions s ON s.id = b.session_id"
+        " WHERE b.id = ?",
+        (backing_session_id,),
+    ).fetchone()
+    if row is not None:
+        db.execute(
+            "UPDATE backing_sessions SET claude_pid = coalesce(?, claude_pid),"
+            " transcript_path = coalesce(?, transcript_path), model = coalesce(?, model),"
+            " ended_at = CASE WHEN ? IS NULL THEN ended_at ELSE NULL END WHERE id = ?",
+            (claude_pid, transcript_path, model, source, backing_session_id),
+        )
+        return Owner(backing_session_id, row[0], int(row[1]))
+    workspace_id = ensure_workspace(db, workspace, now)
+    session_id = codeoid_session_id or os.urandom(16).hex()
+    db.execute(
+        "INSERT INTO sessions (id, workspace_id, created_at) VALUES (?, ?, ?) ON CONFLICT(id) DO NOTHING",
+        (session_id, workspace_id, now),
+    )
+    workspace_id = int(db.execute("SELECT workspace_id FROM sessions WHERE id = ?", (session_id,)).fetchone()[0])
+    db.execute(
+        "INSERT INTO backing_sessions (id, session_id, source, claude_pid, transcript_path, model, started_at)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?)",
+        (backing_session_id, session_id, source, claude_pid, transcript_path, model, now),
+    )
+    return Owner(backing_session_id, session_id, workspace_id)
+
+
+def current_turn(db: sqlite3.Connection, owner: Owner) -> int:
+    row = db.execute("SELECT turn_count FROM sessions WHERE id = ?", (owner.session_id,)).fetchone()
+    return int(row[0]) if row else 0
+
+
+def add_user_turn(
+    db: sqlite3.Connection, owner: Owner, *, prompt: str, prompt_id: str | None, origin: str, now: float
+) -> int | None:
+    """Store a user prompt and open its turn; None when this prompt was stored already."""
+    key = prompt_id or f"unkeyed-{os.urandom(16).hex()}"
+    if db.execute("SELECT 1 FROM episodes WHERE kind = 'user' AND prompt_id = ?", (key,)).fetchone():
+        return None
+    turn = current_turn(db, owner) + 1
+    db.execute("UPDATE sessions SET turn_count = ? WHERE id = ?", (turn, owner.session_id))
+    db.execute(
+        "INSERT INTO turns (session_id, number, backing_session_id, started_at) VALUES (?, ?, ?, ?)",
+        (owner.session_id, turn, owner.backing_session_id, now),
+    )
+    text = render.clean_text(prompt)
+    return _insert(
+        db, owner, turn=turn, kind="user", prompt_id=key, text=text, origin=origin,
+        summary=render.text_summary("user", text), now=now,
+    )
+
+
+def add_tool_call(
+    db: sqlite3.Connection,
+    owner: Owner,
+    *,
+    tool_name: str,
+    tool_use_id: str | None,
+    tool_input: dict[str, Any],
+    response: Any,
+    error: str | None,
+    agent_id: str | None,
+    now: float,
+    original_command: str | None = None,
+    raw_output_id: str | None = None,
+) -> int | None:
+    """Store one tool call with its whole result (or failure text); None when it was stored already."""
+    key = tool_use_id or f"unkeyed-{os.urandom(16).hex()}"
+    if db.execute("SELECT 1 FROM episodes WHERE kind = 'tool' AND tool_use_id = ?", (key,)).fetchone():
+        return None
+    is_error = error is not None
+    text = render.clean_text(error if is_error else render.result_text(tool_name, response))  # type: ignore[arg-type]
+    exit_status = render.exit_status_of(error) if is_error else None
+    if tool_name == "Bash" and not is_error and isinstance(response, dict) and not response.get("interrupted"):
+        exit_status = 0
+    command = tool_input.get("command") if tool_name == "Bash" else None
+    command = render.clean_text(command) if isinstance(command, str) else None
+    return _insert(
+        db, owner, turn=current_turn(db, owner), kind="tool", tool_name=tool_name, tool_use_id=key,
+        input=render.to_json(tool_input), command=command,
+        original_command=render.clean_text(original_command) if original_command else command,
+        text=text, response=None if response is None else render.to_json(response),
+        is_error=int(is_error), exit_status=exit_status,
+        paths=render.to_json(render.touched_paths(tool_input)), agent_id=agent_id,
+        origin="codeoid" if _is_codeoid_tool(tool_name) else "user",
+        summary=render.tool_summary(tool_name, tool_input, text, exit_status, is_error),
+        raw_output_id=raw_output_id, now=now,
+    )
+
+
+def add_assistant_message(
+    db: sqlite3.Connection,
+    owner: Owner,
+    *,
+    message_id: str,
+    text: str,
+    now: float,
+    transcript_uuid: str | None = None,
+    agent_id: str | None = None,
+) -> int | None:
+    """Store assistant text under its `message.id`; None when that message is stored already."""
+    if db.execute("SELECT 1 FROM episodes WHERE kind = 'assistant' AND message_id = ?", (message_id,)).fetchone():
+        return None
+    text = render.clean_text(text)
+    return _insert(
+        db, owner, turn=current_turn(db, owner), kind="assistant", message_id=message_id, text=text,
+        transcript_uuid=transcript_uuid, agent_id=agent_id,
+        summary=render.text_summary("assistant", text), now=now,
+    )
+
+
+def append_assistant_text(db: sqlite3.Connection, message_id: str, text: str) -> bool:
+    """A message's text blocks arrive as separate transcript lines; later blocks extend the episode."""
+    text = render.clean_text(text)
+    cursor = db.execute(
+        "UPDATE episodes SET text = text || char(10) || char(10) || ?,"
+        " token_estimate = token_estimate + ? WHERE kind = 'assistant' AND message_id = ?",
+        (text, render.estimate_tokens(text), message_id),
+    )
+    return cursor.rowcount > 0
+
+
+def adopt_message_id(db: sqlite3.Connection, owner: Owner, *, placeholder: str, message_id: str) -> None:
+    """Give an episode stored from `last_assistant_message` (before the transcript caught up) its real id."""
+    db.execute(
+        "UPDATE episodes SET message_id = ? WHERE kind = 'assistant' AND message_id = ? AND session_id = ?",
+        (message_id, placeholder, owner.session_id),
+    )
+
+
+def end_turn(db: sqlite3.Connection, owner: Owner, *, reason: str, now: float) -> None:
+    db.execute(
+        "UPDATE turns SET ended_at = ?, end_reason = ? WHERE session_id = ? AND number = ? AND ended_at IS NULL",
+        (now, reason, owner.session_id, current_turn(db, owner)),
+    )
+
+
+def end_backing_session(db: sqlite3.Connection, backing_session_id: str, *, reason: str, now: float) -> None:
+    db.execute(
+        "UPDATE backing_sessions SET ended_at = ?, end_reason = ? WHERE id = ? AND ended_at IS NULL",
+        (now, reason, backing_session_id),
+    )
+
+
+def archive_live(
+    db: sqlite3.Connection, backing_session_id: str, *, keep: frozenset[str] | set[str] = frozenset()
+) -> int:
+    """Move a window's live episodes to `archived`, except those whose key is in `keep` (still in the window)."""
+    rows = db.execute(
+        "SELECT id, coalesce(tool_use_id, prompt_id, message_id) FROM episodes"
+        " WHERE backing_session_id = ? AND state = 'live'",
+        (backing_session_id,),
+    ).fetchall()
+    ids = [(row[0],) for row in rows if row[1] not in keep]
+    db.executemany("UPDATE episodes SET state = 'archived' WHERE id = ?", ids)
+    return len(ids)
+
+
+def note_compaction(db: sqlite3.Connection, backing_session_id: str, *, trigger: str | None,
+                    custom_instructions: str | None, now: float) -> None:
+    db.execute(
+        "INSERT INTO compactions (backing_session_id, trigger, custom_instructions, noted_at) VALUES (?, ?, ?, ?)",
+        (backing_session_id, trigger, custom_instructions, now),
+    )
+
+
+def apply_compaction(db: sqlite3.Connection, backing_session_id: str, *, keep: set[str], now: float) -> int:
+    """SessionStart(compact): archive what the compaction dropped and close the noted boundary."""
+    archived = archive_live(db, backing_session_id, keep=keep)
+    db.execute(
+        "UPDATE compactions SET applied_at = ?, archived_count = ? WHERE id = ("
+        " SELECT max(id) FROM compactions WHERE backing_session_id = ? AND applied_at IS NULL)",
+        (now, archived, backing_session_id),
+    )
+    return archived
+
+
+def _is_codeoid_tool(tool_name: str) -> bool:
+    """codeoid's own memory tools: stored, but their results are copies and are not indexed."""
+    return tool_name.startswith(("mcp__codeoid__", "mcp__plugin_codeoid_codeoid__"))
+
+
+def _insert(db: sqlite3.Connection, owner: Owner, *, kind: str, text: str, summary: str, now: float,
+            **fields: Any) -> int:
+    columns = {
+        "workspace_id": owner.workspace_id,
+        "session_id": owner.session_id,
+        "backing_session_id": owner.backing_session_id,
+        "kind": kind,
+        "text": text,
+        "summary": summary,
+        "token_estimate": render.estimate_tokens(text),
+        "created_at": now,
+        **fields,
+    }
+    names = ", ".join(columns)
+    marks = ", ".join("?" for _ in columns)
+    cursor = db.execute(f"INSERT INTO episodes ({names}) VALUES ({marks})", tuple(columns.values()))
+    return int(cursor.lastrowid or 0)

@@ -1,0 +1,221 @@
+"""Schema migrations: an ordered list of plain functions, each applied once and recorded by name.
+
+An applied migration is never edited; a change is a new function appended to the list. `migrate` runs in
+one `BEGIN IMMEDIATE` transaction so two processes opening a fresh database cannot both apply a step.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Callable
+
+Migration = Callable[[sqlite3.Connection], None]
+MIGRATIONS: list[Migration] = []
+
+
+def migration(fn: Migration) -> Migration:
+    MIGRATIONS.append(fn)
+    return fn
+
+
+@migration
+def m001_initial(db: sqlite3.Connection) -> None:
+    run_script(
+        db,
+        """
+        CREATE TABLE workspaces (
+            id INTEGER PRIMARY KEY,
+            key TEXT NOT NULL UNIQUE,          -- real path of the git common dir, else of the project dir
+            root TEXT NOT NULL,                -- the project dir it was first seen from
+            portable_id TEXT,                  -- normalized git remote URL, shared across machines
+            created_at REAL NOT NULL
+        );
+        CREATE TABLE sessions (
+            id TEXT PRIMARY KEY,               -- codeoid's durable id, stable across rotations
+            workspace_id INTEGER NOT NULL REFERENCES workspaces(id),
+            name TEXT,
+            forked_from TEXT REFERENCES sessions(id),
+            at_turn INTEGER,
+            rotation_count INTEGER NOT NULL DEFAULT 0,
+            turn_count INTEGER NOT NULL DEFAULT 0,
+            created_at REAL NOT NULL
+        );
+        CREATE TABLE backing_sessions (
+            id TEXT PRIMARY KEY,               -- Claude Code's session_id
+            session_id TEXT NOT NULL REFERENCES sessions(id),
+            source TEXT,                       -- startup | resume | clear | compact | fork
+            claude_pid INTEGER,
+            transcript_path TEXT,
+            started_at REAL NOT NULL,
+            ended_at REAL,
+            end_reason TEXT
+        );
+        CREATE TABLE episodes (
+            id INTEGER PRIMARY KEY,
+            workspace_id INTEGER NOT NULL REFERENCES workspaces(id),
+            session_id TEXT NOT NULL REFERENCES sessions(id),
+            backing_session_id TEXT REFERENCES backing_sessions(id),
+            turn INTEGER,
+            kind TEXT NOT NULL CHECK (kind IN ('user', 'assistant', 'tool')),
+            state TEXT NOT NULL DEFAULT 'live' CHECK (state IN ('live', 'archived', 'retracted')),
+            tool_name TEXT,
+            tool_use_id TEXT,
+            prompt_id TEXT,
+            message_id TEXT,
+            input TEXT,                        -- tool input as JSON
+            command TEXT,                      -- Bash: the command that ran
+            original_command TEXT,             -- Bash: the command the model asked for
+            text TEXT NOT NULL,                -- prompt, assistant text, or the tool result as text
+            response TEXT,                     -- tool_response as Claude Code reported it, JSON
+            is_error INTEGER NOT NULL DEFAULT 0,
+            exit_status INTEGER,
+            paths TEXT,                        -- JSON list of file paths the call touched
+            transcript_uuid TEXT,
+            agent_id TEXT,                     -- set on subagent turns
+            origin TEXT NOT NULL DEFAULT 'user',
+            summary TEXT NOT NULL,
+            token_estimate INTEGER NOT NULL,
+            raw_output_id TEXT,
+            created_at REAL NOT NULL
+        );
+        CREATE UNIQUE INDEX episodes_tool_use_id ON episodes(tool_use_id) WHERE kind = 'tool';
+        CREATE UNIQUE INDEX episodes_prompt_id ON episodes(prompt_id) WHERE kind = 'user';
+        CREATE UNIQUE INDEX episodes_message_id ON episodes(message_id) WHERE kind = 'assistant';
+        CREATE INDEX episodes_session ON episodes(session_id, id);
+        CREATE INDEX episodes_workspace ON episodes(workspace_id, id);
+        CREATE INDEX episodes_backing_state ON episodes(backing_session_id, state);
+
+        CREATE VIRTUAL TABLE episodes_fts USING fts5(
+            input, text, content='episodes', content_rowid='id', tokenize='porter unicode61'
+        );
+        CREATE TRIGGER episodes_fts_insert AFTER INSERT ON episodes BEGIN
+            INSERT INTO episodes_fts(rowid, input, text) VALUES (new.id, new.input, new.text);
+        END;
+        CREATE TRIGGER episodes_fts_delete AFTER DELETE ON episodes BEGIN
+            INSERT INTO episodes_fts(episodes_fts, rowid, input, text)
+                VALUES ('delete', old.id, old.input, old.text);
+        END;
+        CREATE TRIGGER episodes_fts_update AFTER UPDATE OF input, text ON episodes BEGIN
+            INSERT INTO episodes_fts(episodes_fts, rowid, input, text)
+                VALUES ('delete', old.id, old.input, old.text);
+            INSERT INTO episodes_fts(rowid, input, text) VALUES (new.id, new.input, new.text);
+        END;
+
+        CREATE TABLE raw_outputs (
+            id TEXT PRIMARY KEY,               -- derived from tool_use_id, or fresh for by-hand runs
+            workspace_id INTEGER REFERENCES workspaces(id),
+            session_id TEXT,
+            tool_use_id TEXT,
+            command TEXT NOT NULL,
+            cwd TEXT,
+            exit_status INTEGER,
+            duration_ms INTEGER,
+            stdout_size INTEGER NOT NULL DEFAULT 0,
+            stderr BLOB,
+            complete INTEGER NOT NULL DEFAULT 0,
+            created_at REAL NOT NULL
+        );
+        -- stdout in fixed-size chunks, so a writer streams a 1 GB output with constant memory.
+        CREATE TABLE raw_chunks (
+            raw_output_id TEXT NOT NULL REFERENCES raw_outputs(id),
+            seq INTEGER NOT NULL,
+            data BLOB NOT NULL,
+            PRIMARY KEY (raw_output_id, seq)
+        ) WITHOUT ROWID;
+
+        CREATE TABLE rotations (
+            id INTEGER PRIMARY KEY,
+            session_id TEXT NOT NULL REFERENCES sessions(id),
+            number INTEGER NOT NULL,
+            from_backing_session_id TEXT,
+            to_backing_session_id TEXT,
+            reason TEXT NOT NULL,
+            occupancy_tokens INTEGER,
+            window_tokens INTEGER,
+            created_at REAL NOT NULL,
+            UNIQUE (session_id, number)
+        );
+        """
+    )
+
+
+@migration
+def m002_turns_and_transcripts(db: sqlite3.Connection) -> None:
+    """Turn boundaries, compaction notes and the transcript read watermark, added with the capture hooks."""
+    run_script(
+        db,
+        """
+        ALTER TABLE backing_sessions ADD COLUMN transcript_offset INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE backing_sessions ADD COLUMN model TEXT;
+        CREATE TABLE turns (
+            session_id TEXT NOT NULL REFERENCES sessions(id),
+            number INTEGER NOT NULL,
+            backing_session_id TEXT,
+            started_at REAL NOT NULL,
+            ended_at REAL,
+            end_reason TEXT,                   -- stop | stop_failure | interrupted
+            PRIMARY KEY (session_id, number)
+        );
+        CREATE TABLE compactions (
+            id INTEGER PRIMARY KEY,
+            backing_session_id TEXT NOT NULL,
+            trigger TEXT,
+            custom_instructions TEXT,
+            noted_at REAL NOT NULL,
+            archived_count INTEGER,
+            applied_at REAL
+        );
+        """
+    )
+
+
+def migrate(db: sqlite3.Connection, upto: str | None = None) -> list[str]:
+    """Apply every migration not yet recorded (stopping after `upto` if given); return the names applied."""
+    if _is_current(db, upto):
+        return []
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        db.execute("CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)")
+        done = {row[0] for row in db.execute("SELECT name FROM _migrations")}
+        applied = []
+        for fn in MIGRATIONS:
+            if fn.__name__ not in done:
+                fn(db)
+                db.execute("INSERT INTO _migrations VALUES (?, ?)", (fn.__name__, time.time()))
+                applied.append(fn.__name__)
+            if fn.__name__ == upto:
+                break
+        db.execute(f"PRAGMA user_version = {len(done) + len(applied)}")
+        db.execute("COMMIT")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    return applied
+
+
+def _is_current(db: sqlite3.Connection, upto: str | None) -> bool:
+    """Cheap check on every open: `user_version` counts the applied migrations."""
+    wanted = len(MIGRATIONS) if upto is None else [fn.__name__ for fn in MIGRATIONS].index(upto) + 1
+    version: int = db.execute("PRAGMA user_version").fetchone()[0]
+    return version >= wanted
+
+
+def run_script(db: sqlite3.Connection, script: str) -> None:
+    """Run a multi-statement script inside the open transaction (`executescript` would commit first)."""
+    for statement in _split_statements(script):
+        db.execute(statement)
+
+
+def _split_statements(script: str) -> list[str]:
+    """Split a script on statement boundaries, keeping trigger bodies whole (`sqlite3.complete_statement`)."""
+    statements, pending = [], ""
+    for line in script.splitlines(keepends=True):
+        pending += line
+        if sqlite3.complete_statement(pending):
+            if pending.strip():
+                statements.append(pending)
+            pending = ""
+    if pending.strip():
+        statements.append(pending)
+    return statements

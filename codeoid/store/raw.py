@@ -1,0 +1,133 @@
+"""Raw outputs: the exact stdout bytes of a command whose output the model saw only compressed.
+
+Stdout is stored in fixed-size chunks as it streams, each chunk committed before anything derived from it
+is printed, so memory stays constant and a crash keeps what was already read. The id is known before the
+tool-call episode exists: it is derived from the `tool_use_id`, or fresh for a by-hand run.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from codeoid.store.db import write_transaction
+
+CHUNK_BYTES = 1 << 20
+
+
+def raw_output_id_for(tool_use_id: str | None) -> str:
+    return f"raw-{tool_use_id}" if tool_use_id else f"raw-{os.urandom(16).hex()}"
+
+
+@dataclass(frozen=True)
+class RawOutput:
+    id: str
+    command: str
+    cwd: str | None
+    exit_status: int | None
+    duration_ms: int | None
+    stdout_size: int
+    stderr: bytes | None
+    complete: bool
+    tool_use_id: str | None
+    session_id: str | None
+    workspace_id: int | None
+    created_at: float
+
+
+class RawOutputWriter:
+    """Streams stdout into the store chunk by chunk; `finish` records exit status and duration."""
+
+    def __init__(self, db: sqlite3.Connection, raw_id: str, *, command: str, cwd: str | None = None,
+                 tool_use_id: str | None = None, session_id: str | None = None,
+                 workspace_id: int | None = None) -> None:
+        self.db = db
+        self.id = raw_id
+        self.size = 0
+        self._seq = 0
+        self._pending = bytearray()
+        with write_transaction(db):
+            db.execute(
+                "INSERT INTO raw_outputs (id, workspace_id, session_id, tool_use_id, command, cwd, created_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (raw_id, workspace_id, session_id, tool_use_id, command, cwd, time.time()),
+            )
+
+    def write(self, data: bytes) -> None:
+        self._pending += data
+        while len(self._pending) >= CHUNK_BYTES:
+            self._flush(bytes(self._pending[:CHUNK_BYTES]))
+            del self._pending[:CHUNK_BYTES]
+
+    def flush(self) -> None:
+        """Commit whatever is buffered, so it is stored before the caller prints anything derived from it."""
+        if self._pending:
+            self._flush(bytes(self._pending))
+            self._pending.clear()
+
+    def finish(self, *, exit_status: int | None, duration_ms: int | None, stderr: bytes | None = None) -> None:
+        self.flush()
+        with write_transaction(self.db):
+            self.db.execute(
+                "UPDATE raw_outputs SET exit_status = ?, duration_ms = ?, stderr = ?, complete = 1 WHERE id = ?",
+                (exit_status, duration_ms, stderr, self.id),
+            )
+
+    def _flush(self, chunk: bytes) -> None:
+        with write_transaction(self.db):
+            self.db.execute(
+                "INSERT INTO raw_chunks (raw_output_id, seq, data) VALUES (?, ?, ?)", (self.id, self._seq, chunk)
+            )
+            self.db.execute(
+                "UPDATE raw_outputs SET stdout_size = stdout_size + ? WHERE id = ?", (len(chunk), self.id)
+            )
+        self._seq += 1
+        self.size += len(chunk)
+
+
+def store_raw_output(db: sqlite3.Connection, raw_id: str, *, command: str, stdout: bytes,
+                     exit_status: int | None = None, duration_ms: int | None = None,
+                     stderr: bytes | None = None, cwd: str | None = None, tool_use_id: str | None = None,
+                     session_id: str | None = None, workspace_id: int | None = None) -> RawOutput:
+    """Store a whole output at once (the streaming writer underneath, so large outputs are chunked too)."""
+    writer = RawOutputWriter(db, raw_id, command=command, cwd=cwd, tool_use_id=tool_use_id,
+                             session_id=session_id, workspace_id=workspace_id)
+    view = memoryview(stdout)
+    for start in range(0, len(view), CHUNK_BYTES):
+        writer.write(bytes(view[start:start + CHUNK_BYTES]))
+    writer.finish(exit_status=exit_status, duration_ms=duration_ms, stderr=stderr)
+    found = get_raw_output(db, raw_id)
+    assert found is not None
+    return found
+
+
+def get_raw_output(db: sqlite3.Connection, raw_id: str) -> RawOutput | None:
+    row = db.execute(
+        "SELECT id, command, cwd, exit_status, duration_ms, stdout_size, stderr, complete, tool_use_id,"
+        " session_id, workspace_id, created_at FROM raw_outputs WHERE id = ?",
+        (raw_id,),
+    ).fetchone()
+    if row is None:
+        return None
+    return RawOutput(row[0], row[1], row[2], row[3], row[4], row[5], row[6], bool(row[7]), row[8], row[9],
+                     row[10], row[11])
+
+
+def iter_raw_stdout(db: sqlite3.Connection, raw_id: str) -> Iterator[bytes]:
+    """The stdout bytes in order, one chunk at a time (constant memory however large the output)."""
+    seq = 0
+    while True:
+        row = db.execute(
+            "SELECT data FROM raw_chunks WHERE raw_output_id = ? AND seq = ?", (raw_id, seq)
+        ).fetchone()
+        if row is None:
+            return
+        yield bytes(row[0])
+        seq += 1
+
+
+def read_raw_stdout(db: sqlite3.Connection, raw_id: str) -> bytes:
+    return b"".join(iter_raw_stdout(db, raw_id))
