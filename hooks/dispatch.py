@@ -1,28 +1,23 @@
-"""From hook stdin to the store: parse tolerantly, apply in one transaction, spool what cannot be written.
+"""From hook stdin to the store: parse tolerantly, then hand the event to `codeoid.ingest`.
 
-Input that cannot be read is quarantined, events that cannot be written now (locked or full store) go to
-the spool, a corrupt database is moved aside, and every reason is logged under the data dir.
+Input that cannot be read at all is quarantined (kept, never shown to the session) and the reason logged.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import sqlite3
 import time
 
-from codeoid.hooks.handlers import ENV_KEYS, HANDLERS
-
 from codeoid import paths
+from codeoid.events import ENV_KEYS, HANDLERS
+from codeoid.ingest import write
 from codeoid.log import log
-from codeoid.spool import SpooledEvent, replay, spool_event
-from codeoid.store import db as store_db
+from codeoid.spool import SpooledEvent
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
-
-REPLAY_PER_HOOK = 200
 
 
 def run(event: str, raw: bytes) -> str | None:
@@ -55,64 +50,6 @@ def parse_payload(event: str, raw: bytes) -> dict[str, Any] | None:
         _quarantine_input(event, raw, f"expected a JSON object, got {type(payload).__name__}")
         return None
     return payload
-
-
-def write(spooled: SpooledEvent) -> str | None:
-    """Apply the event to the store; spool it if the store cannot take it now."""
-    try:
-        db = store_db.connect()
-    except store_db.StoreUnavailable as error:
-        _spool(spooled, f"store unavailable: {error}")
-        return None
-    try:
-        _replay_backlog(db)
-        return _apply_with_recovery(db, spooled)
-    except store_db.StoreUnavailable as error:
-        _spool(spooled, f"store unavailable: {error}")
-        return None
-    finally:
-        db.close()
-
-
-def _apply_with_recovery(db: sqlite3.Connection, spooled: SpooledEvent) -> str | None:
-    try:
-        return apply(db, spooled)
-    except sqlite3.DatabaseError as error:
-        if not store_db.is_corruption(error):
-            if store_db.is_unavailable(error):
-                raise store_db.StoreUnavailable(str(error)) from error
-            raise
-        db.close()
-        moved = store_db.quarantine(paths.database_path(), reason=str(error))
-        log("hook", f"database corrupt ({error}); moved to {moved}, started a fresh store")
-        fresh = store_db.connect()
-        try:
-            return apply(fresh, spooled)
-        finally:
-            fresh.close()
-
-
-def apply(db: sqlite3.Connection, spooled: SpooledEvent) -> str | None:
-    with store_db.write_transaction(db):
-        return HANDLERS[spooled.event](db, spooled)
-
-
-def _replay_backlog(db: sqlite3.Connection) -> None:
-    def apply_spooled(spooled: SpooledEvent) -> None:
-        apply(db, spooled)
-
-    count = replay(apply_spooled, limit=REPLAY_PER_HOOK, retryable=(store_db.StoreUnavailable,))
-    if count:
-        log("hook", f"replayed {count} spooled events")
-
-
-def _spool(spooled: SpooledEvent, reason: str) -> None:
-    try:
-        path = spool_event(spooled)
-    except OSError as error:
-        log("hook", f"{spooled.event}: {reason}; spooling failed too ({error}); event lost")
-        return
-    log("hook", f"{spooled.event}: {reason}; spooled to {os.path.basename(path)}")
 
 
 def _quarantine_input(event: str, raw: bytes, reason: str) -> None:

@@ -26,6 +26,10 @@ class StoreUnavailable(Exception):
     """The store cannot take a write right now (locked, disk full, unreadable); spool and move on."""
 
 
+class StoreCorrupt(Exception):
+    """SQLite found the database file damaged mid-way; the caller quarantines it and starts afresh."""
+
+
 def busy_timeout_ms() -> int:
     try:
         return int(os.environ.get("CODEOID_BUSY_TIMEOUT_MS", DEFAULT_BUSY_TIMEOUT_MS))

@@ -1,4 +1,4 @@
-"""One function per Claude Code event: read the fields the event carries and make the store calls.
+"""One function per Claude Code hook event: read the fields the event carries and make the store calls.
 
 Every field is read through the `_str`/`_dict` accessors: a payload with wrong types or missing keys still
 stores whatever parts of it are valid. Each handler runs inside one write transaction opened by the caller.

@@ -1,0 +1,240 @@
+"""`codeoid`: install into Claude Code, check the installation, and read what the store holds.
+
+Thin commands over library functions: options are parsed and results printed here, the work lives in
+`codeoid.install`, `codeoid.doctor` and `codeoid.store`. Every read command can print JSON with every
+field and the episode text whole.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import click
+
+from codeoid import __version__, ingest
+from codeoid.store import db as store_db
+from codeoid.store import queries, raw
+
+
+@click.group()
+@click.version_option(__version__, prog_name="codeoid")
+def cli() -> None:
+    """codeoid keeps every turn of your Claude Code sessions verbatim and pages it back on demand."""
+
+
+@cli.command()
+@click.option("--scope", type=click.Choice(["user", "project"]), default="user", show_default=True,
+              help="user: ~/.claude/settings.json for every project; project: this project's settings.local.json.")
+@click.option("--force", is_flag=True, help="Install even though codeoid is active as a Claude Code plugin.")
+def install(scope: str, force: bool) -> None:
+    """Register codeoid's hooks and MCP server with Claude Code."""
+    from codeoid import install as installer
+
+    try:
+        outcome = installer.install(scope, force=force)  # type: ignore[arg-type]
+    except installer.InstallError as error:
+        raise click.ClickException(str(error)) from error
+    _print_outcome(outcome, nothing="Already installed; nothing changed.")
+
+
+@cli.command()
+@click.option("--scope", type=click.Choice(["user", "project"]), default="user", show_default=True)
+def uninstall(scope: str) -> None:
+    """Remove codeoid's hooks, MCP server and allow rule (only codeoid's own entries; backups are kept)."""
+    from codeoid import install as installer
+
+    try:
+        outcome = installer.uninstall(scope)  # type: ignore[arg-type]
+    except installer.InstallError as error:
+        raise click.ClickException(str(error)) from error
+    _print_outcome(outcome, nothing="Not installed; nothing changed.")
+
+
+def _print_outcome(outcome: Any, *, nothing: str) -> None:
+    for path in outcome.written:
+        click.echo(f"wrote {path}")
+    for path in outcome.removed:
+        click.echo(f"removed {path}")
+    for path in outcome.backups:
+        click.echo(f"backup {path}")
+    for note in outcome.notes:
+        click.echo(note)
+    if not (outcome.written or outcome.removed):
+        click.echo(nothing)
+
+
+@cli.command()
+def doctor() -> None:
+    """Check the installation, versions, permissions and backlog, in words; exit 1 if anything failed."""
+    from codeoid.doctor import doctor_report
+
+    findings = doctor_report()
+    for finding in findings:
+        click.echo(f"[{finding.status:>4}] {finding.sentence}")
+    if any(finding.status == "fail" for finding in findings):
+        sys.exit(1)
+
+
+@contextmanager
+def _store() -> Iterator[sqlite3.Connection]:
+    """Open the store for reading, landing any spooled events first so what is printed is complete."""
+    try:
+        db = store_db.connect()
+    except store_db.StoreUnavailable as error:
+        raise click.ClickException(f"The store cannot be opened: {error}") from error
+    try:
+        try:
+            ingest.replay_backlog(db)
+        except (store_db.StoreUnavailable, store_db.StoreCorrupt):
+            pass  # still busy: reading what is committed is the best we can do
+        yield db
+    finally:
+        db.close()
+
+
+def _scope_option(fn: Any) -> Any:
+    return click.option("--all-workspaces", "all_workspaces", is_flag=True,
+                        help="Include every workspace, not only the one of the current directory.")(fn)
+
+
+def _workspace_id(db: sqlite3.Connection, all_workspaces: bool) -> int | None:
+    if all_workspaces:
+        return None
+    found = queries.workspace_id_for(db, os.getcwd())
+    if found is None:
+        raise click.ClickException(
+            f"Nothing is stored for the workspace of {os.getcwd()}; run inside a project codeoid has seen, "
+            "or pass --all-workspaces."
+        )
+    return found
+
+
+@cli.command()
+@click.option("--json", "as_json", is_flag=True, help="Print every field as JSON.")
+@_scope_option
+def sessions(as_json: bool, all_workspaces: bool) -> None:
+    """List codeoid sessions, newest activity first."""
+    with _store() as db:
+        rows = queries.sessions(db, workspace_id=_workspace_id(db, all_workspaces))
+        if as_json:
+            for row in rows:
+                row["backing"] = queries.backing_sessions(db, row["id"])
+            _print_json(rows)
+            return
+    for row in rows:
+        lineage = f"  forked from {row['forked_from']} at turn {row['at_turn']}" if row["forked_from"] else ""
+        click.echo(
+            f"{row['id']}  {_time(row['last_activity'])}  {row['turn_count']} turns  {row['episodes']} episodes"
+            f"  {row['rotation_count']} rotations  {row['workspace']}{lineage}"
+        )
+
+
+@cli.command()
+@click.option("--limit", default=50, show_default=True, type=click.IntRange(1, 10_000))
+@click.option("--offset", default=0, show_default=True, type=click.IntRange(0), help="0 is the newest page.")
+@click.option("--session", "session_id", help="Only this codeoid session.")
+@click.option("--json", "as_json", is_flag=True, help="Print every field as JSON, episode text whole.")
+@_scope_option
+def timeline(limit: int, offset: int, session_id: str | None, as_json: bool, all_workspaces: bool) -> None:
+    """The history in order, one line per episode (the newest page by default)."""
+    with _store() as db:
+        workspace_id = None if session_id else _workspace_id(db, all_workspaces)
+        rows = queries.timeline(db, workspace_id=workspace_id, session_id=session_id, offset=offset, limit=limit)
+    if as_json:
+        _print_json(rows)
+        return
+    for row in rows:
+        state = "" if row["state"] == "live" else f" [{row['state']}]"
+        click.echo(f"{row['id']:>6}  {_time(row['created_at'])}  {row['kind']:<9}{state} {row['summary']}")
+
+
+@cli.command()
+@click.argument("episode_id")
+@click.option("--raw", "as_raw", is_flag=True, help="Write the exact stored bytes (raw output or episode text).")
+@click.option("--json", "as_json", is_flag=True, help="Print every field as JSON.")
+def show(episode_id: str, as_raw: bool, as_json: bool) -> None:
+    """Show one episode (a number) or raw output (`raw-...`) in full."""
+    with _store() as db:
+        if episode_id.startswith("raw-"):
+            _show_raw_output(db, episode_id, as_raw=as_raw, as_json=as_json)
+            return
+        if not episode_id.isdigit():
+            raise click.ClickException(f"{episode_id!r} is not an episode id (a number) or a raw output id (raw-...).")
+        row = queries.get_episode(db, int(episode_id))
+    if row is None:
+        raise click.ClickException(f"No episode {episode_id}.")
+    if as_raw:
+        sys.stdout.buffer.write(row["text"].encode("utf-8", "surrogatepass"))
+        sys.stdout.buffer.flush()
+    elif as_json:
+        _print_json(row)
+    else:
+        for field in ("id", "kind", "state", "tool_name", "original_command", "command", "exit_status",
+                      "session_id", "turn", "created_at", "raw_output_id", "summary"):
+            if row.get(field) is not None and not (field == "command" and row["command"] == row["original_command"]):
+                value = _time(row[field]) if field == "created_at" else row[field]
+                click.echo(f"{field}: {value}")
+        click.echo("")
+        click.echo(row["text"])
+
+
+def _show_raw_output(db: sqlite3.Connection, raw_id: str, *, as_raw: bool, as_json: bool) -> None:
+    found = raw.get_raw_output(db, raw_id)
+    if found is None:
+        raise click.ClickException(f"No raw output {raw_id}.")
+    if as_raw:
+        for chunk in raw.iter_raw_stdout(db, raw_id):
+            sys.stdout.buffer.write(chunk)
+        sys.stdout.buffer.flush()
+        return
+    stdout = raw.read_raw_stdout(db, raw_id).decode("utf-8", "backslashreplace")
+    fields = {name: getattr(found, name) for name in found.__dataclass_fields__}
+    fields["stderr"] = (found.stderr or b"").decode("utf-8", "backslashreplace")
+    if as_json:
+        _print_json({**fields, "stdout": stdout})
+        return
+    for name in ("id", "command", "cwd", "exit_status", "duration_ms", "stdout_size", "complete", "created_at"):
+        click.echo(f"{name}: {_time(fields[name]) if name == 'created_at' else fields[name]}")
+    click.echo("")
+    click.echo(stdout)
+
+
+@cli.command()
+@click.argument("query")
+@click.option("--limit", default=10, show_default=True, type=click.IntRange(1, 1000))
+@click.option("--json", "as_json", is_flag=True, help="Print every field as JSON, episode text whole.")
+@_scope_option
+def search(query: str, limit: int, as_json: bool, all_workspaces: bool) -> None:
+    """Find episodes by words (BM25, any of the words; archived episodes included)."""
+    if not query.strip():
+        raise click.ClickException("The query is empty.")
+    with _store() as db:
+        rows = queries.search_bm25(db, query, workspace_id=_workspace_id(db, all_workspaces), limit=limit)
+    if as_json:
+        _print_json(rows)
+        return
+    if not rows:
+        click.echo("No episode matches.")
+    for row in rows:
+        when = _time(row["created_at"])
+        click.echo(f"{row['id']:>6}  {row['score']:6.2f}  {when}  {row['kind']:<9} {row['summary']}")
+
+
+def _time(stamp: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(stamp))
+
+
+def _print_json(value: Any) -> None:
+    click.echo(json.dumps(value, ensure_ascii=False, indent=2, default=str))
+
+
+def main() -> None:
+    cli()
+

@@ -1,0 +1,78 @@
+"""Applying hook events to the store, with every fallback that keeps an event from being lost.
+
+An event is written in one transaction. If the store cannot take it now (locked past the busy timeout,
+disk full) it goes to the spool; a corrupt database is moved to the quarantine and a fresh one started.
+Every writer replays the spool's backlog first, so events land in the order they happened.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+
+from codeoid import paths
+from codeoid.events import HANDLERS
+from codeoid.log import log
+from codeoid.spool import SpooledEvent, replay, spool_event
+from codeoid.store import db as store_db
+
+REPLAY_PER_WRITE = 200
+
+
+def write(spooled: SpooledEvent) -> str | None:
+    """Apply the event to the store; spool it if the store cannot take it now."""
+    for attempt in (1, 2):
+        try:
+            db = store_db.connect()
+        except store_db.StoreUnavailable as error:
+            _spool(spooled, f"store unavailable: {error}")
+            return None
+        try:
+            replay_backlog(db)
+            return apply(db, spooled)
+        except store_db.StoreCorrupt as error:
+            if attempt == 2:
+                _spool(spooled, f"fresh store corrupt too: {error}")
+                return None
+            db.close()
+            moved = store_db.quarantine(paths.database_path(), reason=str(error))
+            log("ingest", f"database corrupt ({error}); moved to {moved}, started a fresh store")
+        except store_db.StoreUnavailable as error:
+            _spool(spooled, f"store unavailable: {error}")
+            return None
+        finally:
+            db.close()
+    return None
+
+
+def apply(db: sqlite3.Connection, spooled: SpooledEvent) -> str | None:
+    """Run the event's handler in one write transaction, naming SQLite's failures by what callers do next."""
+    try:
+        with store_db.write_transaction(db):
+            return HANDLERS[spooled.event](db, spooled)
+    except sqlite3.DatabaseError as error:
+        if store_db.is_corruption(error):
+            raise store_db.StoreCorrupt(str(error)) from error
+        if store_db.is_unavailable(error):
+            raise store_db.StoreUnavailable(str(error)) from error
+        raise
+
+
+def replay_backlog(db: sqlite3.Connection, limit: int = REPLAY_PER_WRITE) -> int:
+    """Apply spooled events (oldest first); stops quietly at the first one the store still cannot take."""
+    def apply_spooled(spooled: SpooledEvent) -> None:
+        apply(db, spooled)
+
+    count = replay(apply_spooled, limit=limit, retryable=(store_db.StoreUnavailable, store_db.StoreCorrupt))
+    if count:
+        log("ingest", f"replayed {count} spooled events")
+    return count
+
+
+def _spool(spooled: SpooledEvent, reason: str) -> None:
+    try:
+        path = spool_event(spooled)
+    except OSError as error:
+        log("ingest", f"{spooled.event}: {reason}; spooling failed too ({error}); event lost")
+        return
+    log("ingest", f"{spooled.event}: {reason}; spooled to {os.path.basename(path)}")
