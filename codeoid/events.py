@@ -206,8 +206,9 @@ def _store_line(db: sqlite3.Connection, owner: Owner, event: SpooledEvent, line:
     if pending is not None:
         capture.adopt_message_id(db, owner, placeholder=pending[0], message_id=line.message_id)
         return
-    capture.add_assistant_message(db, owner, message_id=line.message_id, text=line.text, now=event.received_at,
-                                  transcript_uuid=line.uuid, agent_id=agent_id)
+    capture.add_assistant_message(db, owner, message_id=line.message_id, text=line.text,
+                                  now=line.timestamp or event.received_at, transcript_uuid=line.uuid,
+                                  agent_id=agent_id)
 
 
 def _store_unless_present(db: sqlite3.Connection, owner: Owner, event: SpooledEvent, text: str, *,

@@ -13,7 +13,7 @@ import sqlite3
 from codeoid import paths
 from codeoid.events import HANDLERS
 from codeoid.log import log
-from codeoid.spool import SpooledEvent, replay, spool_event
+from codeoid.spool import SpooledEvent, ensure_reserve, replay, spool_event
 from codeoid.store import db as store_db
 
 REPLAY_PER_WRITE = 200
@@ -29,7 +29,9 @@ def write(spooled: SpooledEvent) -> str | None:
             return None
         try:
             replay_backlog(db)
-            return apply(db, spooled)
+            output = apply(db, spooled)
+            ensure_reserve()
+            return output
         except store_db.StoreCorrupt as error:
             if attempt == 2:
                 _spool(spooled, f"fresh store corrupt too: {error}")

@@ -8,6 +8,7 @@ a claim left behind by a killed process is taken over after `STALE_CLAIM_SECONDS
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import time
@@ -21,6 +22,10 @@ if TYPE_CHECKING:
     from typing import Any
 
 STALE_CLAIM_SECONDS = 60
+# Space set aside on the spool's disk: when the disk fills up, giving it back makes room for the events
+# that could not reach the store. The next writer that succeeds sets it aside again.
+RESERVE_BYTES = 4 * 1024 * 1024
+_RESERVE = ".reserve"
 _SUFFIX = ".event.json"
 _CLAIMED = ".claimed"
 
@@ -38,7 +43,42 @@ class SpooledEvent:
 
 
 def spool_event(event: SpooledEvent, directory: str | None = None) -> str:
+    """Write one event to the spool; on a full disk, release the reserve and try once more."""
     directory = directory or paths.spool_dir()
+    try:
+        return _write_entry(event, directory)
+    except OSError as error:
+        if error.errno != errno.ENOSPC or not _release_reserve(directory):
+            raise
+        log("spool", "disk full: released the spool reserve to keep this event")
+        return _write_entry(event, directory)
+
+
+def ensure_reserve(directory: str | None = None) -> None:
+    """Set the reserve aside if it is missing (one `stat` when it is there; never raises)."""
+    path = os.path.join(directory or paths.spool_dir(), _RESERVE)
+    if os.path.exists(path):
+        return
+    try:
+        fd = paths.open_private(path + ".tmp", os.O_CREAT | os.O_WRONLY | os.O_TRUNC)
+        try:
+            os.posix_fallocate(fd, 0, RESERVE_BYTES)
+        finally:
+            os.close(fd)
+        os.replace(path + ".tmp", path)
+    except OSError:
+        _remove(path + ".tmp")
+
+
+def _release_reserve(directory: str) -> bool:
+    try:
+        os.unlink(os.path.join(directory, _RESERVE))
+    except FileNotFoundError:
+        return False
+    return True
+
+
+def _write_entry(event: SpooledEvent, directory: str) -> str:
     name = f"{time.time_ns():020d}-{os.getpid()}-{os.urandom(4).hex()}"
     body = json.dumps(
         {"event": event.event, "payload": event.payload, "env": event.env, "received_at": event.received_at}

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable, Iterator
+from datetime import datetime
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -21,12 +22,13 @@ MAX_TAIL_BYTES = 64 * 1024 * 1024
 class AssistantText:
     """One text block of an assistant message, as one transcript line holds it."""
 
-    __slots__ = ("message_id", "text", "uuid")
+    __slots__ = ("message_id", "text", "uuid", "timestamp")
 
-    def __init__(self, message_id: str, text: str, uuid: str | None) -> None:
+    def __init__(self, message_id: str, text: str, uuid: str | None, timestamp: float | None) -> None:
         self.message_id = message_id
         self.text = text
         self.uuid = uuid
+        self.timestamp = timestamp  # when Claude Code wrote it: the episode's place in the timeline
 
 
 def read_new_records(path: str, offset: int) -> tuple[list[dict[str, Any]], int]:
@@ -81,8 +83,18 @@ def assistant_texts(records: Iterable[dict[str, Any]], *, sidechain: bool = Fals
         for block in content:
             text = block.get("text") if isinstance(block, dict) and block.get("type") == "text" else None
             if isinstance(text, str) and text.strip():
-                texts.append(AssistantText(message_id, text, record.get("uuid")))
+                texts.append(AssistantText(message_id, text, record.get("uuid"), _epoch(record.get("timestamp"))))
     return texts
+
+
+def _epoch(stamp: Any) -> float | None:
+    """Transcript timestamps are ISO 8601 with a `Z`; anything else is ignored."""
+    if not isinstance(stamp, str):
+        return None
+    try:
+        return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
 
 
 def preserved_keys(records: list[dict[str, Any]]) -> set[str] | None:

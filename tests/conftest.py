@@ -1,0 +1,70 @@
+"""Shared fixtures: an isolated data dir, a scratch git project, and the real hook executable."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+BIN_DIR = Path(sys.executable).parent
+
+
+def executable(name: str) -> str:
+    """An installed entry point of this environment, by absolute path, as Claude Code would run it."""
+    path = BIN_DIR / name
+    if not path.exists():
+        pytest.fail(f"{path} is missing: install codeoid into this environment (pip install .)")
+    return str(path)
+
+
+@pytest.fixture
+def codeoid_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path / "codeoid-home"
+    monkeypatch.setenv("CODEOID_HOME", str(home))
+    for name in ("CODEOID_SESSION_ID", "CLAUDE_PID", "CLAUDE_PROJECT_DIR", "CLAUDE_CODE_SESSION_ID"):
+        monkeypatch.delenv(name, raising=False)
+    return home
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    root = tmp_path / "project"
+    root.mkdir()
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    return root
+
+
+class HookResult:
+    def __init__(self, completed: subprocess.CompletedProcess[bytes]) -> None:
+        self.returncode = completed.returncode
+        self.stdout = completed.stdout
+        self.stderr = completed.stderr
+
+
+def run_hook(event: str, payload: dict[str, Any] | bytes | str, *, env: dict[str, str] | None = None,
+             cwd: Path | None = None, timeout: float = 30) -> HookResult:
+    """Run the real `codeoid-hook EVENT` in a fresh process with the payload on stdin."""
+    data = payload if isinstance(payload, bytes) else (
+        payload.encode() if isinstance(payload, str) else json.dumps(payload).encode()
+    )
+    completed = subprocess.run(
+        [executable("codeoid-hook"), event], input=data, capture_output=True, timeout=timeout,
+        env={**os.environ, **(env or {})}, cwd=cwd,
+    )
+    return HookResult(completed)
+
+
+@pytest.fixture
+def store(codeoid_home: Path) -> Iterator[Any]:
+    """A connection to the isolated store (opened after the hooks under test have written)."""
+    from codeoid.store import db
+
+    connection = db.connect()
+    yield connection
+    connection.close()

@@ -1,0 +1,174 @@
+"""The store keeps what it is given: byte-exact blobs, every row across schema upgrades, private files."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+import stat
+from pathlib import Path
+
+import pytest
+
+from codeoid import paths
+from codeoid.store import capture, db, queries, raw
+from codeoid.store.migrations import MIGRATIONS, migrate
+from codeoid.workspace import identify
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def _owner(connection: sqlite3.Connection, project: Path, backing: str = "cc-1") -> capture.Owner:
+    with db.write_transaction(connection):
+        return capture.ensure_backing_session(
+            connection, backing_session_id=backing, workspace=identify(str(project)), now=1.0
+        )
+
+
+def test_upgrading_a_store_made_by_the_first_schema_keeps_every_row(codeoid_home: Path) -> None:
+    target = Path(paths.database_path())
+    shutil.copy(FIXTURES / "store-m001.db", target)
+    before = sqlite3.connect(target)
+    counts_before = {table: before.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+                     for table in ("workspaces", "sessions", "backing_sessions", "episodes", "raw_outputs",
+                                   "raw_chunks", "rotations")}
+    episodes_before = before.execute("SELECT id, kind, state, text FROM episodes ORDER BY id").fetchall()
+    before.close()
+
+    connection = db.connect()
+    applied = {row[0] for row in connection.execute("SELECT name FROM _migrations")}
+    assert applied == {fn.__name__ for fn in MIGRATIONS}
+    for table, count in counts_before.items():
+        assert connection.execute(f"SELECT count(*) FROM {table}").fetchone()[0] == count, table
+    assert connection.execute("SELECT id, kind, state, text FROM episodes ORDER BY id").fetchall() == episodes_before
+    assert raw.read_raw_stdout(connection, "raw-toolu_old1") == b"\xff\x00\xfe\nA"
+    hits = queries.search_bm25(connection, "flaky", limit=10)
+    assert {hit["id"] for hit in hits} == {1, 2, 3}  # the retracted episode 4 never matches
+    assert connection.execute("SELECT transcript_offset FROM backing_sessions").fetchone()[0] == 0
+
+
+def test_migrating_twice_applies_nothing_the_second_time(codeoid_home: Path) -> None:
+    connection = db.connect()
+    assert migrate(connection) == []
+
+
+def test_a_100_mb_output_comes_back_byte_exact(store: sqlite3.Connection) -> None:
+    blob = os.urandom(1024 * 1024) * 100
+    stored = raw.store_raw_output(store, "raw-big", command="yes | head", stdout=blob, exit_status=0)
+    assert stored.stdout_size == len(blob)
+    assert raw.read_raw_stdout(store, "raw-big") == blob
+
+
+def test_non_utf8_output_and_stderr_come_back_byte_exact(store: sqlite3.Connection) -> None:
+    stdout = b"caf\xe9 \xff\xfe\x00 half-\xe2\x82 \x1b[31mred\x1b[0m\n"
+    stderr = b"warn: \xc3\x28 invalid\n"
+    raw.store_raw_output(store, "raw-latin1", command="cat legacy.txt", stdout=stdout, stderr=stderr, exit_status=3)
+    found = raw.get_raw_output(store, "raw-latin1")
+    assert found is not None
+    assert (found.stderr, found.exit_status, found.complete) == (stderr, 3, True)
+    assert raw.read_raw_stdout(store, "raw-latin1") == stdout
+
+
+def test_a_streamed_output_is_stored_before_it_is_finished(store: sqlite3.Connection) -> None:
+    writer = raw.RawOutputWriter(store, raw.raw_output_id_for("toolu_stream"), command="make")
+    writer.write(b"first line\n")
+    writer.flush()
+    other = db.connect()
+    assert raw.read_raw_stdout(other, "raw-toolu_stream") == b"first line\n"
+    assert raw.get_raw_output(other, "raw-toolu_stream").complete is False  # type: ignore[union-attr]
+    writer.write(b"x" * (raw.CHUNK_BYTES * 2 + 5))
+    writer.finish(exit_status=0, duration_ms=12)
+    assert raw.read_raw_stdout(other, "raw-toolu_stream") == b"first line\n" + b"x" * (raw.CHUNK_BYTES * 2 + 5)
+    other.close()
+
+
+def test_the_same_keys_never_make_a_second_episode(store: sqlite3.Connection, project: Path) -> None:
+    owner = _owner(store, project)
+    with db.write_transaction(store):
+        assert capture.add_user_turn(store, owner, prompt="hi", prompt_id="p1", origin="user", now=2.0)
+        assert capture.add_user_turn(store, owner, prompt="hi", prompt_id="p1", origin="user", now=3.0) is None
+        assert capture.add_tool_call(store, owner, tool_name="Bash", tool_use_id="t1", tool_input={"command": "ls"},
+                                     response={"stdout": "a\n"}, error=None, agent_id=None, now=4.0)
+        assert capture.add_tool_call(store, owner, tool_name="Bash", tool_use_id="t1", tool_input={"command": "ls"},
+                                     response={"stdout": "b\n"}, error=None, agent_id=None, now=5.0) is None
+        assert capture.add_assistant_message(store, owner, message_id="m1", text="done", now=6.0)
+        assert capture.add_assistant_message(store, owner, message_id="m1", text="done", now=7.0) is None
+    assert [row["kind"] for row in queries.timeline(store)] == ["user", "tool", "assistant"]
+    assert queries.get_episode(store, 2)["text"] == "a\n"  # type: ignore[index]
+
+
+def test_search_matches_any_word_and_skips_retracted(store: sqlite3.Connection, project: Path) -> None:
+    owner = _owner(store, project)
+    with db.write_transaction(store):
+        capture.add_user_turn(store, owner, prompt="the parser crashes on tabs", prompt_id="p1", origin="user",
+                              now=1.0)
+        capture.add_tool_call(store, owner, tool_name="Bash", tool_use_id="t1", tool_input={"command": "pytest"},
+                              response={"stdout": "FAILED test_tokenizer.py::test_tabs"}, error=None, agent_id=None,
+                              now=2.0)
+        capture.add_user_turn(store, owner, prompt="secret token value", prompt_id="p2", origin="user", now=3.0)
+        store.execute("UPDATE episodes SET state = 'retracted' WHERE prompt_id = 'p2'")
+    ids = [hit["id"] for hit in queries.search_bm25(store, "why does the tokenizer crash? (tabs)")]
+    assert ids[:2] in ([1, 2], [2, 1])
+    assert queries.search_bm25(store, "secret value") == []
+    assert queries.search_bm25(store, 'AND OR "NEAR(') == []  # query syntax in user text is never parsed
+
+
+def test_bash_failure_keeps_exit_status_and_text(store: sqlite3.Connection, project: Path) -> None:
+    owner = _owner(store, project)
+    with db.write_transaction(store):
+        capture.add_tool_call(store, owner, tool_name="Bash", tool_use_id="t9", tool_input={"command": "exit 3"},
+                              response=None, error="Exit code 3\nboom", agent_id=None, now=1.0)
+    row = queries.get_episode(store, 1)
+    assert row is not None
+    assert (row["exit_status"], row["is_error"], row["text"], row["original_command"]) == (3, 1, "Exit code 3\nboom",
+                                                                                          "exit 3")
+
+
+def test_worktrees_of_one_repository_share_a_workspace(tmp_path: Path) -> None:
+    import subprocess
+
+    main = tmp_path / "main"
+    subprocess.run(["git", "init", "-q", str(main)], check=True)
+    subprocess.run(["git", "-C", str(main), "-c", "user.email=a@b", "-c", "user.name=a", "commit", "-q",
+                    "--allow-empty", "-m", "init"], check=True)
+    subprocess.run(["git", "-C", str(main), "worktree", "add", "-q", str(tmp_path / "wt")], check=True)
+    (main / "sub").mkdir()
+    assert identify(str(tmp_path / "wt")).key == identify(str(main / "sub")).key == str((main / ".git").resolve())
+    assert identify(str(tmp_path)).key == str(tmp_path.resolve())
+
+
+def test_store_files_are_private_whatever_the_umask(codeoid_home: Path) -> None:
+    old = os.umask(0)
+    try:
+        connection = db.connect()
+        raw.store_raw_output(connection, "raw-x", command="true", stdout=b"x" * 10)
+        connection.close()
+    finally:
+        os.umask(old)
+    for root, _dirs, files in os.walk(codeoid_home):
+        assert stat.S_IMODE(os.stat(root).st_mode) == 0o700, root
+        for name in files:
+            assert stat.S_IMODE(os.stat(os.path.join(root, name)).st_mode) == 0o600, name
+
+
+def test_a_corrupt_database_is_moved_aside_and_a_fresh_one_started(codeoid_home: Path) -> None:
+    target = Path(paths.database_path())
+    garbage = b"this is not a database " * 500
+    target.write_bytes(garbage)
+    connection = db.connect()
+    assert connection.execute("SELECT count(*) FROM episodes").fetchone()[0] == 0
+    kept = [path for path in Path(paths.quarantine_dir()).iterdir() if path.suffix == ".db"]
+    assert len(kept) == 1 and kept[0].read_bytes() == garbage
+
+
+def test_a_locked_store_says_unavailable_instead_of_waiting(codeoid_home: Path) -> None:
+    holder = db.connect()
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        writer = db.connect(busy_ms=100)
+        with pytest.raises(db.StoreUnavailable), db.write_transaction(writer):
+            pass
+        writer.close()
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
