@@ -232,6 +232,13 @@ def _time(stamp: float) -> str:
 
 
 def _print_json(value: Any) -> None:
+    """Rows print every field; a tool episode's `response` is printed whole, as Claude Code reported it."""
+    def whole(row: Any) -> Any:
+        if isinstance(row, dict) and "response" in row and "text" in row:
+            return {**row, "response": queries.tool_response(row)}
+        return row
+
+    value = [whole(row) for row in value] if isinstance(value, list) else whole(value)
     click.echo(json.dumps(value, ensure_ascii=False, indent=2, default=str))
 
 

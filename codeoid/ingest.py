@@ -31,19 +31,21 @@ def write(spooled: SpooledEvent) -> str | None:
             replay_backlog(db)
             output = apply(db, spooled)
             ensure_reserve()
+            db.close()
             return output
         except store_db.StoreCorrupt as error:
+            db.close()
             if attempt == 2:
                 _spool(spooled, f"fresh store corrupt too: {error}")
                 return None
-            db.close()
             moved = store_db.quarantine(paths.database_path(), reason=str(error))
             log("ingest", f"database corrupt ({error}); moved to {moved}, started a fresh store")
-        except store_db.StoreUnavailable as error:
-            _spool(spooled, f"store unavailable: {error}")
-            return None
-        finally:
+        except BaseException as error:
             db.close()
+            if isinstance(error, store_db.StoreUnavailable):
+                _spool(spooled, f"store unavailable: {error}")
+                return None
+            raise
     return None
 
 

@@ -97,6 +97,43 @@ def _patch_text(hunks: list[Any]) -> str:
     return "\n".join(lines)
 
 
+# Stands in a stored tool response for the field that holds the result text, which the episode already
+# keeps in its `text` column: a 1 MB Read result is then written once, not twice, on the hook's hot path.
+TEXT_MARKER = {"$codeoid": "episode text"}
+_MARKER_MIN_CHARS = 4096
+
+
+def response_without_text(response: Any, text: str) -> Any:
+    """`response` with the first string field equal to `text` replaced by `TEXT_MARKER` (large texts only)."""
+    if len(text) < _MARKER_MIN_CHARS:
+        return response
+    replaced = False
+
+    def strip(value: Any) -> Any:
+        nonlocal replaced
+        if not replaced and isinstance(value, str) and value == text:
+            replaced = True
+            return TEXT_MARKER
+        if isinstance(value, dict):
+            return {key: strip(item) for key, item in value.items()}
+        if isinstance(value, list):
+            return [strip(item) for item in value]
+        return value
+
+    return strip(response)
+
+
+def response_with_text(stored: Any, text: str) -> Any:
+    """The inverse of `response_without_text`: the response exactly as Claude Code reported it."""
+    if stored == TEXT_MARKER:
+        return text
+    if isinstance(stored, dict):
+        return {key: response_with_text(item, text) for key, item in stored.items()}
+    if isinstance(stored, list):
+        return [response_with_text(item, text) for item in stored]
+    return stored
+
+
 def exit_status_of(error: str | None) -> int | None:
     """Claude Code reports a failed Bash call only as `Exit code N\\n...` text."""
     match = _EXIT_CODE.match(error or "")

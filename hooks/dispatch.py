@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 
 from codeoid import paths
@@ -18,6 +19,10 @@ from codeoid.spool import SpooledEvent
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
+
+# The JSON escape of a UTF-16 surrogate (\ud800 to \udfff): only input holding one can decode to a lone surrogate.
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def run(event: str, raw: bytes) -> str | None:
@@ -37,19 +42,40 @@ def run(event: str, raw: bytes) -> str | None:
 
 
 def parse_payload(event: str, raw: bytes) -> dict[str, Any] | None:
-    """The hook's JSON object, or None (with the bytes quarantined) when there is nothing usable."""
+    """The hook's JSON object, or None (with the bytes quarantined) when there is nothing usable.
+
+    Readable parts are kept: bytes that are not UTF-8 and lone surrogates (valid JSON escapes that no
+    UTF-8 text, so no SQLite text, can hold) each become U+FFFD and the rest of the payload is untouched.
+    """
     if not raw.strip():
         log("hook", f"{event}: empty stdin; nothing stored")
         return None
     try:
-        payload = json.loads(raw)
-    except ValueError as error:
+        try:
+            payload = json.loads(raw)
+        except UnicodeDecodeError:
+            log("hook", f"{event}: stdin is not valid UTF-8; the undecodable bytes are read as U+FFFD")
+            payload = json.loads(raw.decode("utf-8", "replace"))
+        if isinstance(payload, dict) and _SURROGATE_ESCAPE.search(raw):
+            payload = _replace_lone_surrogates(event, payload)
+    except (ValueError, RecursionError) as error:
         _quarantine_input(event, raw, f"invalid JSON: {error}")
         return None
     if not isinstance(payload, dict):
         _quarantine_input(event, raw, f"expected a JSON object, got {type(payload).__name__}")
         return None
     return payload
+
+
+def _replace_lone_surrogates(event: str, payload: dict[str, Any]) -> dict[str, Any]:
+    """`json.loads` pairs valid surrogate escapes into one character, so any surrogate left is a lone one."""
+    text = json.dumps(payload, ensure_ascii=False)
+    cleaned = _LONE_SURROGATE.sub("\ufffd", text)
+    if cleaned == text:
+        return payload
+    log("hook", f"{event}: lone UTF-16 surrogates in the payload; stored as U+FFFD")
+    result: dict[str, Any] = json.loads(cleaned)
+    return result
 
 
 def _quarantine_input(event: str, raw: bytes, reason: str) -> None:

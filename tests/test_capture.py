@@ -184,7 +184,7 @@ def test_mcp_results_are_stored_as_their_text(codeoid_home: Path, project: Path,
                  tool_response=response)
     tool, = episodes("tool")
     assert tool["text"] == expected
-    assert json.loads(tool["response"]) == response
+    assert queries.tool_response(tool) == response
 
 
 def test_codeoid_own_tools_and_system_prompts_are_marked(codeoid_home: Path, project: Path) -> None:
@@ -204,6 +204,18 @@ def test_edit_and_read_results_keep_the_fields_claude_code_reported(codeoid_home
                  tool_input={"file_path": "/p/a.py", "old_string": "abc", "new_string": "xyz", "replace_all": False},
                  tool_response=edit_response)
     tool, = episodes("tool")
-    assert json.loads(tool["response"]) == edit_response
+    assert queries.tool_response(tool) == edit_response
     assert tool["text"] == "@@ -1,1 +1,1 @@\n-abc\n+xyz"
     assert json.loads(tool["paths"]) == ["/p/a.py"]
+
+
+def test_a_large_result_is_kept_whole_in_text_and_response(codeoid_home: Path, project: Path) -> None:
+    content = "".join(f"line {i}\n" for i in range(200_000))
+    response = {"type": "text", "file": {"filePath": "/p/big.log", "content": content, "numLines": 200_000,
+                                         "startLine": 1, "totalLines": 200_000}}
+    Session(project).fire("PostToolUse", tool_name="Read", tool_use_id="toolu_big",
+                          tool_input={"file_path": "/p/big.log"}, tool_response=response)
+    tool, = episodes("tool")
+    assert tool["text"] == content
+    assert queries.tool_response(tool) == response
+    assert len(tool["response"]) < 1000  # the text is stored once, in `text`

@@ -136,7 +136,7 @@ def add_tool_call(
         db, owner, turn=current_turn(db, owner), kind="tool", tool_name=tool_name, tool_use_id=key,
         input=render.to_json(tool_input), command=command,
         original_command=render.clean_text(original_command) if original_command else command,
-        text=text, response=None if response is None else render.to_json(response),
+        text=text, response=None if response is None else render.to_json(render.response_without_text(response, text)),
         is_error=int(is_error), exit_status=exit_status,
         paths=render.to_json(render.touched_paths(tool_input)), agent_id=agent_id,
         origin="codeoid" if _is_codeoid_tool(tool_name) else "user",

@@ -170,6 +170,40 @@ def m002_turns_and_transcripts(db: sqlite3.Connection) -> None:
     )
 
 
+@migration
+def m003_deferred_fts(db: sqlite3.Connection) -> None:
+    """Index episodes into FTS after the fact instead of in the hook's transaction.
+
+    Indexing a 1 MB tool result costs ~25 ms, on the hot path of every tool call. Episodes are now indexed
+    in id order by `catch_up_fts` (run by searches and the long-lived server); `fts_progress` remembers how
+    far, and edits to an already indexed episode still reach the index through the triggers.
+    """
+    run_script(
+        db,
+        """
+        DROP TRIGGER episodes_fts_insert;
+        DROP TRIGGER episodes_fts_update;
+        DROP TRIGGER episodes_fts_delete;
+        CREATE TABLE fts_progress (
+            id INTEGER PRIMARY KEY CHECK (id = 1),
+            indexed_upto INTEGER NOT NULL
+        );
+        INSERT INTO fts_progress VALUES (1, (SELECT coalesce(max(id), 0) FROM episodes));
+        CREATE TRIGGER episodes_fts_update AFTER UPDATE OF input, text ON episodes
+        WHEN old.id <= (SELECT indexed_upto FROM fts_progress) BEGIN
+            INSERT INTO episodes_fts(episodes_fts, rowid, input, text)
+                VALUES ('delete', old.id, old.input, old.text);
+            INSERT INTO episodes_fts(rowid, input, text) VALUES (new.id, new.input, new.text);
+        END;
+        CREATE TRIGGER episodes_fts_delete AFTER DELETE ON episodes
+        WHEN old.id <= (SELECT indexed_upto FROM fts_progress) BEGIN
+            INSERT INTO episodes_fts(episodes_fts, rowid, input, text)
+                VALUES ('delete', old.id, old.input, old.text);
+        END;
+        """,
+    )
+
+
 def migrate(db: sqlite3.Connection, upto: str | None = None) -> list[str]:
     """Apply every migration not yet recorded (stopping after `upto` if given); return the names applied."""
     if _is_current(db, upto):

@@ -1,0 +1,87 @@
+"""Wall time of each hook as Claude Code runs it: a fresh process, one JSON object on stdin.
+
+Every run gets a fresh `tool_use_id` / `prompt_id`, so each one really writes (a repeated key would be the
+cheap duplicate path). `python -c pass` with the same interpreter runs in the same loop as the floor.
+
+    .venv/bin/python benchmarks/hook_latency.py [--runs 200] [--markdown]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+BIN = Path(sys.executable).parent
+ONE_MB_RESULT = "".join(f"line {i:06d} of a large tool result, all of it kept verbatim\n" for i in range(17_500))
+
+
+def payloads(project: str, transcript: str) -> dict[str, Callable[[int], dict[str, Any]]]:
+    base = {"session_id": "bench-session", "transcript_path": transcript, "cwd": project}
+    return {
+        "SessionStart": lambda i: {**base, "session_id": f"bench-{i}", "hook_event_name": "SessionStart",
+                                   "source": "startup"},
+        "UserPromptSubmit": lambda i: {**base, "hook_event_name": "UserPromptSubmit", "prompt_id": f"p{i}",
+                                       "prompt": "fix the failing parser test please"},
+        "PostToolUse (small)": lambda i: {**base, "hook_event_name": "PostToolUse", "tool_name": "Bash",
+                                          "tool_use_id": f"small{i}", "tool_input": {"command": "git status"},
+                                          "tool_response": {"stdout": "On branch main\nnothing to commit\n",
+                                                            "stderr": "", "interrupted": False}},
+        "PostToolUse (1 MB result)": lambda i: {**base, "hook_event_name": "PostToolUse", "tool_name": "Read",
+                                                "tool_use_id": f"big{i}", "tool_input": {"file_path": "/p/big.log"},
+                                                "tool_response": {"type": "text", "file": {
+                                                    "filePath": "/p/big.log", "content": ONE_MB_RESULT}}},
+        "Stop": lambda i: {**base, "hook_event_name": "Stop", "last_assistant_message": f"Done {i}.",
+                           "stop_hook_active": False},
+    }
+
+
+def timed(argv: list[str], stdin: bytes, env: dict[str, str]) -> float:
+    start = time.perf_counter()
+    subprocess.run(argv, input=stdin, env=env, stdout=subprocess.DEVNULL, check=True)
+    return (time.perf_counter() - start) * 1000
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=200)
+    parser.add_argument("--markdown", action="store_true")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as scratch:
+        env = {**os.environ, "CODEOID_HOME": os.path.join(scratch, "home"), "CLAUDE_PID": "1"}
+        project = os.path.join(scratch, "project")
+        os.makedirs(os.path.join(project, ".git"))
+        transcript = os.path.join(scratch, "transcript.jsonl")
+        Path(transcript).touch()
+        hook = str(BIN / "codeoid-hook")
+        results: dict[str, list[float]] = {"python -c pass": []}
+        cases = payloads(project, transcript)
+        for name in cases:
+            results[name] = []
+        for i in range(args.runs):
+            results["python -c pass"].append(timed([sys.executable, "-c", "pass"], b"", env))
+            for name, make in cases.items():
+                event = name.split(" ")[0]
+                results[name].append(timed([hook, event], json.dumps(make(i)).encode(), env))
+        rows = [(name, statistics.median(times), sorted(times)[int(len(times) * 0.95) - 1])
+                for name, times in results.items()]
+    if args.markdown:
+        print(f"| hook (fresh process, {args.runs} runs) | median ms | p95 ms |")
+        print("| --- | ---: | ---: |")
+        for name, median, p95 in rows:
+            print(f"| {name} | {median:.1f} | {p95:.1f} |")
+    else:
+        for name, median, p95 in rows:
+            print(f"{name:<28} median {median:6.1f} ms   p95 {p95:6.1f} ms")
+
+
+if __name__ == "__main__":
+    main()
