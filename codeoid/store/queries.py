@@ -6,10 +6,12 @@ without a second schema to keep in step.
 
 from __future__ import annotations
 
+import json
 import re
 import sqlite3
 from typing import Any
 
+from codeoid import render
 from codeoid.workspace import identify
 
 Row = dict[str, Any]
@@ -31,6 +33,13 @@ def workspace_id_for(db: sqlite3.Connection, directory: str) -> int | None:
 def get_episode(db: sqlite3.Connection, episode_id: int) -> Row | None:
     rows = _rows(db.execute("SELECT * FROM episodes WHERE id = ?", (episode_id,)))
     return rows[0] if rows else None
+
+
+def tool_response(row: Row) -> Any:
+    """The tool response exactly as Claude Code reported it (the store keeps its large text only once)."""
+    if row.get("response") is None:
+        return None
+    return render.response_with_text(json.loads(row["response"]), row["text"])
 
 
 def timeline(db: sqlite3.Connection, *, workspace_id: int | None = None, session_id: str | None = None,
@@ -82,18 +91,60 @@ def any_term_query(text: str) -> str | None:
     return " OR ".join(f'"{word}"' for word in words) or None
 
 
+def catch_up_fts(db: sqlite3.Connection, *, batch: int = 200) -> int:
+    """Index the episodes stored since the last catch-up (hooks leave FTS off their hot path); return how many.
+
+    Runs in small write transactions so a concurrent hook never waits long; if the store is busy the index
+    simply stays behind until the next call.
+    """
+    from codeoid.store.db import StoreUnavailable, write_transaction
+
+    indexed = 0
+    try:
+        while True:
+            with write_transaction(db):
+                upto = int(db.execute("SELECT indexed_upto FROM fts_progress").fetchone()[0])
+                last = db.execute(
+                    "SELECT max(id) FROM (SELECT id FROM episodes WHERE id > ? ORDER BY id LIMIT ?)", (upto, batch)
+                ).fetchone()[0]
+                if last is None:
+                    return indexed
+                cursor = db.execute(
+                    "INSERT INTO episodes_fts(rowid, input, text) SELECT id, input, text FROM episodes"
+                    " WHERE id > ? AND id <= ?",
+                    (upto, last),
+                )
+                db.execute("UPDATE fts_progress SET indexed_upto = ?", (last,))
+            indexed += cursor.rowcount
+    except StoreUnavailable:
+        return indexed
+
+
 def search_bm25(db: sqlite3.Connection, query: str, *, workspace_id: int | None = None, limit: int = 10,
-                include_retracted: bool = False) -> list[Row]:
-    """Episodes ranked by BM25 over their input and text; each row carries its `score` (higher is better)."""
+                include_retracted: bool = False, skip_live_of: str | None = None,
+                exclude_origins: tuple[str, ...] = ()) -> list[Row]:
+    """Episodes ranked by BM25 over their input and text; each row carries its `score` (higher is better).
+    The index is brought up to date first.
+
+    `skip_live_of` names a backing session whose live episodes are left out (they are still in that
+    window); `exclude_origins` leaves out episodes by origin (codeoid's own tool calls are copies).
+    """
     match = any_term_query(query)
     if match is None:
         return []
+    catch_up_fts(db)
     states = ("live", "archived", "retracted") if include_retracted else SEARCHABLE_STATES
     marks = ", ".join("?" for _ in states)
     filters, params = [f"e.state IN ({marks})"], [*states]
     if workspace_id is not None:
         filters.append("e.workspace_id = ?")
         params.append(workspace_id)
+    if skip_live_of is not None:
+        filters.append("NOT (e.state = 'live' AND e.backing_session_id IS ?)")
+        params.append(skip_live_of)
+    if exclude_origins:
+        filters.append(f"e.origin NOT IN ({', '.join('?' for _ in exclude_origins)})")
+        params.extend(exclude_origins)
     return _rows(db.execute(
         f"""SELECT e.*, -bm25(episodes_fts) AS score FROM episodes_fts
             JOIN episodes e ON e.id = episodes_fts.rowid
@@ -101,6 +152,55 @@ def search_bm25(db: sqlite3.Connection, query: str, *, workspace_id: int | None 
             ORDER BY bm25(episodes_fts) LIMIT ?""",
         (match, *params, limit),
     ))
+
+
+def open_backing_session(db: sqlite3.Connection, *, claude_pid: int | None = None,
+                         backing_session_id: str | None = None) -> str | None:
+    """The backing session still open for a `claude` pid (the newest, should a pid have been reused), else
+    the open one with the given id; None when neither is known or open."""
+    if claude_pid is not None:
+        row = db.execute(
+            "SELECT id FROM backing_sessions WHERE claude_pid = ? AND ended_at IS NULL"
+            " ORDER BY started_at DESC LIMIT 1",
+            (claude_pid,),
+        ).fetchone()
+        if row is not None:
+            return str(row[0])
+    if backing_session_id is not None:
+        row = db.execute(
+            "SELECT id FROM backing_sessions WHERE id = ? AND ended_at IS NULL", (backing_session_id,)
+        ).fetchone()
+        if row is not None:
+            return str(row[0])
+    return None
+
+
+def file_read_candidates(db: sqlite3.Connection, workspace_id: int, name: str, *, limit: int = 200) -> list[Row]:
+    """Successful Read and Bash calls whose paths or command mention `name`, newest first, without their text.
+
+    A cheap pre-filter on the file's base name; the caller decides which of them really read the file.
+    """
+    return _rows(db.execute(
+        """SELECT id, tool_name, input, paths, command, original_command, raw_output_id, response, created_at
+           FROM episodes e
+           WHERE e.workspace_id = ? AND e.kind = 'tool' AND e.is_error = 0 AND e.state != 'retracted'
+             AND ((e.tool_name = 'Read' AND instr(e.paths, ?) > 0)
+                  OR (e.tool_name = 'Bash' AND instr(coalesce(e.original_command, e.command, ''), ?) > 0))
+           ORDER BY e.created_at DESC, e.id DESC LIMIT ?""",
+        (workspace_id, name, name, limit),
+    ))
+
+
+def raw_output_workspace(db: sqlite3.Connection, raw_id: str) -> int | None:
+    """The workspace a raw output belongs to: its own, else that of the episode or session it came from."""
+    row = db.execute(
+        """SELECT coalesce(r.workspace_id,
+                           (SELECT e.workspace_id FROM episodes e WHERE e.raw_output_id = r.id LIMIT 1),
+                           (SELECT s.workspace_id FROM sessions s WHERE s.id = r.session_id))
+           FROM raw_outputs r WHERE r.id = ?""",
+        (raw_id,),
+    ).fetchone()
+    return int(row[0]) if row and row[0] is not None else None
 
 
 def _scope(workspace_id: int | None, session_id: str | None, include_retracted: bool) -> tuple[str, tuple[Any, ...]]:

@@ -1,0 +1,36 @@
+"""`codeoid-mcp`: the stdio MCP server Claude Code starts once per session, serving memory back to the model.
+
+Claude Code starts it in the project directory (and passes `CLAUDE_PROJECT_DIR`); that directory's
+workspace is the one every tool answers for. Start-up does no store work and loads nothing heavy, so
+`initialize` and `tools/list` are answered within Claude Code's start-up wait.
+"""
+
+from __future__ import annotations
+
+import os
+
+from mcp.server.mcpserver import MCPServer
+from mcp.types import ToolAnnotations
+
+from codeoid.mcp_server.tools import MemoryTools
+
+INSTRUCTIONS = (
+    "codeoid keeps every turn of this workspace's Claude Code sessions verbatim, including turns that have left "
+    "your context window. recall(query) finds past episodes by words; recall_file(path) returns the last read of a "
+    "file and whether it changed since; timeline() lists the history; get_episode(id) pages one episode or raw "
+    "command output in full."
+)
+READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
+
+
+def build_server(project_dir: str) -> MCPServer:
+    tools = MemoryTools(project_dir)
+    server: MCPServer = MCPServer("codeoid", instructions=INSTRUCTIONS, log_level="WARNING")
+    for tool, title in ((tools.recall, "Recall past episodes"), (tools.recall_file, "Recall a file read"),
+                        (tools.timeline, "Workspace timeline"), (tools.get_episode, "Get one episode")):
+        server.add_tool(tool, title=title, annotations=READ_ONLY, structured_output=False)
+    return server
+
+
+def main() -> None:
+    build_server(os.environ.get("CLAUDE_PROJECT_DIR") or os.getcwd()).run("stdio")
