@@ -1,0 +1,121 @@
+'''The rule engine: turns a command's raw stdout into compressed stdout, given rules. Knows nothing of Claude Code.
+
+Raw output is archived before it reaches this package, which is what makes dropping lines safe; the engine's
+promise is the fidelity contract of DESIGN §5: kept lines are byte-identical raw lines in raw order, every line
+it adds starts with `MARKER` (`b"[codeoid] "`), and each rule keeps errors, failures, tracebacks, distinct
+warnings, failing test ids, changed files and files with search hits (with their counts), and always the
+output's last non-blank line. Outputs under 40 lines or 1 KB, or that would not shrink, pass through unchanged.
+
+Public API
+----------
+Parsing (`command.py`, tree-sitter-bash):
+    parse(command: str) -> ShellCommand      never raises; `.understood`, `.invocation`, `.background`,
+                                             `.stdout_redirected`, `.heredoc`, `.calls_exit`, `.defines_function`,
+                                             `.subshell`, `.substitution`, `.compound`, `.programs`
+    resolve(command: str) -> Invocation | None   `Invocation(program, args, launchers)` of the last stage, after
+                                             `VAR=x`, `cd dir &&`, launchers (`python -m`, `npx`, `uv run`...)
+Rules (`rules.py`, `loader.py`):
+    load_rules(*, project_dir=None, user_dir=None, cache_dir=None) -> RuleSet   never raises for a bad file
+    RuleSet.match(invocation) -> Rule | None,  RuleSet.for_command(command) -> Rule | None,  RuleSet.errors
+    RuleError(path, line, message)           str() is "file:line: message"
+Engine (`engine.py`):
+    Compressor(rule, thresholds=Thresholds()) with .feed(chunk) -> bytes, .finish() -> bytes,
+        .abandon() -> Iterator[bytes], .result -> CompressResult
+    CompressResult(rule, raw_bytes, raw_lines, output_bytes, removed, passthrough); .describe() for a footer
+    compress_bytes(rule, raw) -> (bytes, CompressResult)   whole outputs in memory (tests, benchmarks)
+    CompressionError, Thresholds(min_lines=40, min_bytes=1024, hold_bytes=256 KiB, min_saving=128,
+        max_line_bytes=1 MiB), MARKER
+
+Usage, as `codeoid-compress` would::
+
+    from codeoid.compressors import MARKER, Compressor, load_rules, parse
+
+    shell = parse(command)          # the rewrite hook reads the same parse for its safety decisions
+    rules = load_rules(project_dir=cwd, cache_dir=home / "cache")
+    for error in rules.errors:      # a broken user or project file: say so; the other rules still apply
+        print(f"codeoid: {error}", file=sys.stderr)
+    rule = rules.match(shell.invocation) if shell.invocation else None
+    if rule is None:
+        ...                         # copy stdin to stdout unchanged
+    engine = Compressor(rule)
+    try:
+        for chunk in iter(lambda: stdin.read1(1 << 16), b""):
+            stdout.write(engine.feed(chunk))   # often b"": the engine holds the first 256 KiB
+        tail = engine.finish()
+        stdout.write(tail)
+    except Exception:               # CompressionError, or a bug: pass the rest through
+        for piece in engine.abandon():
+            stdout.write(piece)
+        ...                         # then copy the rest of stdin unchanged
+    result = engine.result          # result.removed: lines per operation; result.passthrough: why not
+    if result.lines_removed:        # finish() may end without a newline when the raw output did
+        stdout.write(MARKER + f"raw output {raw_id}: {result.describe()}".encode() + b"\\n")
+
+On SIGTERM/SIGINT write `abandon()`'s chunks (the raw bytes the engine still holds) and stop.
+
+Rule files
+----------
+TOML, one `[[rule]]` table per rule. Built-in packs live in `compressors/rules/`; user rules in
+`~/.config/codeoid/rules/*.toml` (or `$XDG_CONFIG_HOME`), project rules in `<project>/.codeoid/rules/*.toml`. A rule
+with the name of a lower layer's rule replaces it (`enabled = false` switches it off); a new rule goes before
+the lower layers' rules. The first enabled rule that matches applies::
+
+    [[rule]]
+    name = "pytest"                       # required, unique
+    description = "why it drops what it drops"
+    keep = ['^={3,} .* ={3,}$', '^(?:FAILED|ERROR) \\S']   # always kept
+    drop = ['^platform ', '^\\s*$']        # removed silently (counted in the footer)
+    diagnostics = true                    # also keep the engine's error/traceback/warning patterns (default)
+    dedupe = true                         # identical consecutive lines: one, then a count (default)
+    long_line = 2000                      # lines over this many bytes are omitted unless kept
+    head = 200                            # keep the first 200 lines the operations above leave...
+    tail = 20                             # ...and the last 20; one marker counts the middle
+
+    [[rule.collapse]]                     # a run of lines matching any pattern keeps its first `keep` lines
+    label = "passed/skipped tests"
+    patterns = ['::\\S+ PASSED']
+    keep = 0
+
+    [rule.item]                           # per-item budgets: a failure, a diff's file, a file's search hits
+    start = '^_{3,} (.+?) _{3,}$'         # starts an item, group 1 names it (or `key`: group 1 of every line)
+    end = '^={3,}'                        # optional: ends the item
+    drop = ['^ ']                         # optional: dropped only inside items
+    count = ':$'                          # optional: which lines the summary counts (default all)
+    head = 30                             # first lines of each item...
+    tail = 10                             # ...and last lines
+    label = "lines"                       # summary: "[codeoid] NAME: 40 lines in all, 20 lines not shown"
+    summary = true
+
+    [rule.group]                          # listings: per-group budget, one summary line at the end
+    by = "extension"                      # or "directory" (`depth` levels below where the listing starts)
+    keep = 6
+    path = '(\\S+)$'                      # group 1 is the path on the line (default: the whole line)
+
+    [rule.match]                          # or several [[rule.match]] tables: any one applies
+    program = ["pytest", "py.test"]       # the resolved program's basename
+    subcommand = ["test", "run test*"]    # globs over the leading positional words
+    args_any = ["-v"]                     # applies only with one of these (`-l` also matches `-rl`)
+    args_none = ["--json"]                # never with one of these
+    options_with_value = ["-C"]           # `git -C dir status` has the subcommand `status`
+
+Patterns are Python regular expressions searched in the first 4 KiB of each line (decoded as UTF-8 with
+surrogateescape). Order of decisions per line: the rule's `keep`, then `drop` and `item.drop`, then `collapse`,
+then the engine's diagnostics, then `long_line`, the item budget, the group budget and `head`/`tail`.
+'''
+
+from codeoid.compressors.command import Invocation, ShellCommand, parse, resolve
+from codeoid.compressors.engine import (
+    MARKER,
+    CompressionError,
+    Compressor,
+    CompressResult,
+    Thresholds,
+    compress_bytes,
+)
+from codeoid.compressors.loader import RuleSet, default_user_dir, load_rules
+from codeoid.compressors.rules import Rule, RuleError
+
+__all__ = [
+    "MARKER", "CompressResult", "CompressionError", "Compressor", "Invocation", "Rule", "RuleError", "RuleSet",
+    "ShellCommand", "Thresholds", "compress_bytes", "default_user_dir", "load_rules", "parse", "resolve",
+]

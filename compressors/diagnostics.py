@@ -1,0 +1,31 @@
+"""Lines every rule keeps unless it says `diagnostics = false`: errors, failures, tracebacks, warnings.
+
+They are the engine's, not a pack's, so a user's own rule gets the fidelity contract's safety net without
+copying it. Rules over data rather than diagnostics (a diff, search hits, a listing) switch it off: there a line
+saying `error:` is content, and keeping every one would defeat the per-file budgets.
+"""
+
+from __future__ import annotations
+
+DIAGNOSTIC_PATTERNS: tuple[str, ...] = (
+    # Python tracebacks and chained exceptions.
+    r"^\s*Traceback \(most recent call last\)",
+    r"^\s*(?:During handling of the above exception|The above exception was the direct cause)",
+    # An exception or warning named at the start of a line: `ValueError: x`, `pkg.errors.Bad: x`.
+    r"^\s*(?:[A-Za-z_][\w]*\.)*[A-Z]\w*(?:Error|Exception|Warning|Failure|Exit|Interrupt)\b",
+    # `x.py:3: DeprecationWarning: y` and `tests/t.py:12: AssertionError` (pytest's failure locations).
+    r"^\s*\S+:\d+: (?:[A-Za-z_][\w]*\.)*[A-Z]\w*(?:Error|Exception|Warning|Failure)\b",
+    r"(?:Error|Exception|Warning): ",
+    # Compiler and tool diagnostics: `error: x`, `src/a.c:1:2: error: x`, `error[E0308]: x`, `warning: x`.
+    r"\b(?:[Ee]rror|ERROR|[Ff]atal|FATAL|[Pp]anic|PANIC|[Ww]arning|WARNING)(?:\[[\w-]+\])?:",
+    r"(?i)^\s*(?:warn|warning|error|fatal)\b",
+    # Test runners' verdict words, upper case only so that prose and test names do not match.
+    r"\b(?:FAIL|FAILED|FAILURE|FAILURES|ERROR|ERRORS|PANIC|FATAL|TIMEOUT)\b",
+    r"panicked at|^panic: |^fatal error: |Segmentation fault|core dumped|Killed\b|Aborted\b",
+)
+
+# Every pattern above needs one of these in the lower-cased line. Most lines have none, and one scan for them
+# costs a tenth of running the patterns.
+DIAGNOSTIC_HINTS = (
+    r"rror|xception|arn|fail|fatal|panic|traceback|timeout|fault|dumped|killed|aborted|interrupt|exit"
+)

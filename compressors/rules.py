@@ -1,0 +1,313 @@
+"""Rules as data: the validated form of one `[[rule]]` table, and how a rule matches an invocation.
+
+A rule file is TOML (the format is documented in the package docstring). `rule_from_table` checks one table and
+returns plain data (`dict`s of `str`/`int`/`bool`/lists) so the loader can cache it with `marshal`; `Rule.from_plain`
+turns that into the typed form the engine and matcher use. Patterns are checked here, once per file change, and
+compiled again only by the engine for the one rule that applies.
+"""
+
+from __future__ import annotations
+
+import re
+from fnmatch import fnmatchcase
+from typing import Any, NamedTuple
+
+from codeoid.compressors.command import Invocation
+
+
+class RuleError(Exception):
+    """A rule file that cannot be used, with the place to fix it."""
+
+    def __init__(self, path: str, line: int | None, message: str) -> None:
+        super().__init__(f"{path}:{line}: {message}" if line else f"{path}: {message}")
+        self.path = path
+        self.line = line
+        self.message = message
+
+
+class Match(NamedTuple):
+    """Which invocations a rule applies to."""
+
+    program: tuple[str, ...]
+    # Each entry is one or more space-separated globs matched against the leading positional arguments, so
+    # "run test*" matches `npm run test:unit`. Empty: any subcommand (or none).
+    subcommand: tuple[str, ...] = ()
+    args_any: tuple[str, ...] = ()
+    args_none: tuple[str, ...] = ()
+    # Options whose next word is their value, so `git -C dir status` has the subcommand `status`.
+    options_with_value: tuple[str, ...] = ()
+
+    def applies_to(self, invocation: Invocation) -> bool:
+        if invocation.program not in self.program:
+            return False
+        if self.args_none and any(_has_flag(invocation.args, flag) for flag in self.args_none):
+            return False
+        if self.args_any and not any(_has_flag(invocation.args, flag) for flag in self.args_any):
+            return False
+        if not self.subcommand:
+            return True
+        positional = self._positional(invocation.args)
+        return any(_globs_match(entry.split(), positional) for entry in self.subcommand)
+
+    def _positional(self, args: tuple[str, ...]) -> list[str]:
+        words: list[str] = []
+        index = 0
+        while index < len(args) and len(words) < 4:
+            word = args[index]
+            if word == "--":
+                words.extend(args[index + 1:index + 5])
+                break
+            if word.startswith(("-", "+")) and len(word) > 1:
+                index += 2 if word in self.options_with_value else 1
+                continue
+            words.append(word)
+            index += 1
+        return words
+
+
+def _globs_match(globs: list[str], words: list[str]) -> bool:
+    return len(words) >= len(globs) and all(fnmatchcase(word, glob) for glob, word in zip(globs, words, strict=False))
+
+
+def _has_flag(args: tuple[str, ...], flag: str) -> bool:
+    """`-l` is also found inside a cluster such as `-rl`; long flags also match their `--flag=value` form."""
+    for arg in args:
+        if arg == flag or (flag.startswith("--") and arg.startswith(flag + "=")):
+            return True
+        if (len(flag) == 2 and flag[0] == "-" and flag[1] != "-" and len(arg) > 2 and arg[0] == "-"
+                and arg[1] != "-" and arg[1:].isalpha() and flag[1] in arg[1:]):
+            return True
+    return False
+
+
+class Collapse(NamedTuple):
+    """A run of consecutive lines each matching one of `patterns` keeps its first `keep` lines."""
+
+    label: str
+    patterns: tuple[str, ...]
+    keep: int = 0
+
+
+class Item(NamedTuple):
+    """Output made of items (a file's hits, a diff's file, a failure): each keeps its first `head` and last `tail`
+    lines, and when it loses any, a summary names it with its count."""
+
+    start: str | None = None  # a line matching starts an item; group 1, if any, names it
+    key: str | None = None  # or: group 1 names each line's item; a change of name starts the next one
+    end: str | None = None  # a line matching ends the current item and belongs to none (a diff's next commit)
+    drop: tuple[str, ...] = ()  # removed silently, but only inside an item (a diff's context lines)
+    # TOML `count`: the summary counts lines matching this (search hits, not context lines); default all
+    count_pattern: str | None = None
+    head: int = 20
+    tail: int = 0
+    label: str = "lines"  # what the summary counts: "src/x.py: 40 hits in all, 35 lines not shown"
+    summary: bool = True
+
+
+class Group(NamedTuple):
+    """Listings: entries grouped by extension or directory keep `keep` each; one summary names what was left out."""
+
+    by: str  # "extension" or "directory"
+    keep: int = 5
+    path: str | None = None  # group 1 is the path on the line; by default the whole line
+    # directory: group by the parent's first `depth` components below the first listed path's parent (the root
+    # the listing started from), so `find /usr/lib/python3.11` groups by package, not all under /usr.
+    depth: int = 1
+
+
+class Rule(NamedTuple):
+    """One compression rule: when it applies, and the operations that turn raw output into compressed output."""
+
+    name: str
+    match: tuple[Match, ...]  # the rule applies when any of these does
+    source: str = ""  # "file:line" of the [[rule]] table, for error messages and the savings ledger
+    description: str = ""
+    enabled: bool = True
+    keep: tuple[str, ...] = ()
+    diagnostics: bool = True  # also keep the engine's error/failure/traceback/warning patterns
+    drop: tuple[str, ...] = ()
+    dedupe: bool = True
+    long_line: int | None = None
+    collapse: tuple[Collapse, ...] = ()
+    item: Item | None = None
+    group: Group | None = None
+    head: int | None = None
+    tail: int = 0
+
+    def applies_to(self, invocation: Invocation) -> bool:
+        return self.enabled and any(match.applies_to(invocation) for match in self.match)
+
+    @classmethod
+    def from_plain(cls, plain: dict[str, Any]) -> Rule:
+        """The typed rule from `rule_from_table`'s plain data (as cached)."""
+        fields = dict(plain)
+        fields["match"] = tuple(Match(**{key: tuple(value) for key, value in match.items()})
+                                for match in plain["match"])
+        fields["collapse"] = tuple(Collapse(c["label"], tuple(c["patterns"]), c["keep"]) for c in plain["collapse"])
+        fields["item"] = Item(**{**plain["item"], "drop": tuple(plain["item"]["drop"])}) if plain["item"] else None
+        fields["group"] = Group(**plain["group"]) if plain["group"] is not None else None
+        for key in ("keep", "drop"):
+            fields[key] = tuple(plain[key])
+        return cls(**fields)
+
+
+_RULE_KEYS = {
+    "name", "description", "enabled", "match", "keep", "diagnostics", "drop", "dedupe", "long_line", "collapse",
+    "item", "group", "head", "tail",
+}
+_MATCH_KEYS = {"program", "subcommand", "args_any", "args_none", "options_with_value"}
+_COLLAPSE_KEYS = {"label", "patterns", "keep"}
+_ITEM_KEYS = {"start", "key", "end", "drop", "count", "head", "tail", "label", "summary"}
+_GROUP_KEYS = {"by", "keep", "path", "depth"}
+
+
+class _Checker:
+    """Validates one [[rule]] table; every complaint names the key, and the loader adds file and line."""
+
+    def __init__(self, table: Any) -> None:
+        if not isinstance(table, dict):
+            raise ValueError("each [[rule]] must be a table")
+        self.table = table
+
+    def strings(self, value: Any, key: str, *, patterns: bool = False) -> list[str]:
+        items = [value] if isinstance(value, str) else value
+        if not isinstance(items, list) or not all(isinstance(item, str) for item in items):
+            raise ValueError(f"{key} must be a string or a list of strings")
+        if patterns:
+            for item in items:
+                self.pattern(item, key)
+        return list(items)
+
+    @staticmethod
+    def pattern(value: Any, key: str) -> str:
+        if not isinstance(value, str):
+            raise ValueError(f"{key} must be a regular expression string")
+        try:
+            re.compile(value)
+        except re.error as error:
+            raise ValueError(f"{key}: bad regular expression {value!r}: {error}") from None
+        return value
+
+    @staticmethod
+    def count(value: Any, key: str, *, allow_none: bool = False) -> int | None:
+        if value is None and allow_none:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ValueError(f"{key} must be a whole number, 0 or more")
+        return value
+
+    @staticmethod
+    def flag(value: Any, key: str) -> bool:
+        if not isinstance(value, bool):
+            raise ValueError(f"{key} must be true or false")
+        return value
+
+    @staticmethod
+    def table_of(value: Any, key: str, allowed: set[str]) -> dict[str, Any]:
+        if not isinstance(value, dict):
+            raise ValueError(f"{key} must be a table")
+        unknown = sorted(set(value) - allowed)
+        if unknown:
+            raise ValueError(f"unknown key {key}.{unknown[0]} (expected one of: {', '.join(sorted(allowed))})")
+        return value
+
+
+def rule_from_table(table: Any) -> dict[str, Any]:
+    """Check one [[rule]] table and return its plain form; raises ValueError naming the bad key."""
+    check = _Checker(table)
+    unknown = sorted(set(table) - _RULE_KEYS)
+    if unknown:
+        raise ValueError(f"unknown key {unknown[0]!r} (expected one of: {', '.join(sorted(_RULE_KEYS))})")
+    name = table.get("name")
+    if not isinstance(name, str) or not name:
+        raise ValueError("every rule needs a name")
+    enabled = check.flag(table.get("enabled", True), "enabled")
+    if "match" not in table:
+        if enabled:
+            raise ValueError(f"rule {name!r} needs a [rule.match] table")
+        return _disabled(name)
+    plain_match = [_match(check, match) for match in
+                   (table["match"] if isinstance(table["match"], list) else [table["match"]])]
+    return {
+        "name": name,
+        "description": table.get("description", "") if isinstance(table.get("description", ""), str) else "",
+        "enabled": enabled,
+        "match": plain_match,
+        "keep": check.strings(table.get("keep", []), "keep", patterns=True),
+        "diagnostics": check.flag(table.get("diagnostics", True), "diagnostics"),
+        "drop": check.strings(table.get("drop", []), "drop", patterns=True),
+        "dedupe": check.flag(table.get("dedupe", True), "dedupe"),
+        "long_line": check.count(table.get("long_line"), "long_line", allow_none=True),
+        "collapse": [_collapse(check, entry, index) for index, entry in enumerate(_list_of(table, "collapse"))],
+        "item": _item(check, table["item"]) if "item" in table else None,
+        "group": _group(check, table["group"]) if "group" in table else None,
+        "head": check.count(table.get("head"), "head", allow_none=True),
+        "tail": check.count(table.get("tail", 0), "tail"),
+    }
+
+
+def _match(check: _Checker, value: Any) -> dict[str, list[str]]:
+    match = check.table_of(value, "match", _MATCH_KEYS)
+    if "program" not in match:
+        raise ValueError("match.program is required")
+    return {key: check.strings(entry, f"match.{key}") for key, entry in match.items()}
+
+
+def _disabled(name: str) -> dict[str, Any]:
+    """A rule that only switches off the rule of the same name from a lower layer."""
+    return {"name": name, "description": "", "enabled": False, "match": [], "keep": [],
+            "diagnostics": True, "drop": [], "dedupe": True, "long_line": None, "collapse": [], "item": None,
+            "group": None, "head": None, "tail": 0}
+
+
+def _list_of(table: dict[str, Any], key: str) -> list[Any]:
+    value = table.get(key, [])
+    if not isinstance(value, list):
+        raise ValueError(f"{key} must be an array of tables ([[rule.{key}]])")
+    return value
+
+
+def _collapse(check: _Checker, entry: Any, index: int) -> dict[str, Any]:
+    where = f"collapse[{index}]"
+    entry = check.table_of(entry, where, _COLLAPSE_KEYS)
+    if "patterns" not in entry or "label" not in entry:
+        raise ValueError(f"{where} needs a label and patterns")
+    if not isinstance(entry["label"], str):
+        raise ValueError(f"{where}.label must be a string")
+    return {
+        "label": entry["label"],
+        "patterns": check.strings(entry["patterns"], f"{where}.patterns", patterns=True),
+        "keep": check.count(entry.get("keep", 0), f"{where}.keep"),
+    }
+
+
+def _item(check: _Checker, value: Any) -> dict[str, Any]:
+    item = check.table_of(value, "item", _ITEM_KEYS)
+    if ("start" in item) == ("key" in item):
+        raise ValueError("item needs exactly one of item.start and item.key")
+    label = item.get("label", "lines")
+    if not isinstance(label, str):
+        raise ValueError("item.label must be a string")
+    return {
+        "start": check.pattern(item["start"], "item.start") if "start" in item else None,
+        "key": check.pattern(item["key"], "item.key") if "key" in item else None,
+        "end": check.pattern(item["end"], "item.end") if "end" in item else None,
+        "drop": check.strings(item.get("drop", []), "item.drop", patterns=True),
+        "count_pattern": check.pattern(item["count"], "item.count") if "count" in item else None,
+        "head": check.count(item.get("head", 20), "item.head"),
+        "tail": check.count(item.get("tail", 0), "item.tail"),
+        "label": label,
+        "summary": check.flag(item.get("summary", True), "item.summary"),
+    }
+
+
+def _group(check: _Checker, value: Any) -> dict[str, Any]:
+    group = check.table_of(value, "group", _GROUP_KEYS)
+    if group.get("by") not in ("extension", "directory"):
+        raise ValueError('group.by must be "extension" or "directory"')
+    return {
+        "by": group["by"],
+        "keep": check.count(group.get("keep", 5), "group.keep"),
+        "path": check.pattern(group["path"], "group.path") if "path" in group else None,
+        "depth": check.count(group.get("depth", 1), "group.depth"),
+    }

@@ -1,0 +1,207 @@
+"""The fidelity contract (DESIGN §5) as checks on a (raw, compressed) pair, written without looking at any rule.
+
+Each detector reads the raw output the way a person would (what is an error, a failing test, a changed file, a
+file with search hits) and reports what the compressed output lost. They know nothing of the rule packs or the
+engine beyond the documented marker prefix, so a rule that drifts cannot also drift its own check.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Callable, Iterable
+
+# The documented prefix of every line codeoid adds (compressors package docstring).
+MARKER = b"[codeoid] "
+
+
+def lines_of(data: bytes) -> list[bytes]:
+    lines = data.split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()
+    return lines
+
+
+def text(line: bytes) -> str:
+    return line.decode("utf-8", "surrogateescape")
+
+
+def output_lines(compressed: bytes) -> tuple[list[bytes], list[str]]:
+    """The compressed output split into kept raw lines and codeoid's own (marker) lines."""
+    kept, added = [], []
+    for line in lines_of(compressed):
+        if line.startswith(MARKER):
+            added.append(text(line))
+        else:
+            kept.append(line)
+    return kept, added
+
+
+# -- structural: true of every rule on every output ---------------------------------------------------------------
+
+def kept_lines_unaltered(raw: bytes, compressed: bytes) -> list[str]:
+    """Every unmarked output line is a raw line, byte for byte, in raw order (a subsequence of the raw lines)."""
+    raw_lines = lines_of(raw)
+    kept, _ = output_lines(compressed)
+    position = 0
+    for line in kept:
+        while position < len(raw_lines) and raw_lines[position] != line:
+            position += 1
+        if position == len(raw_lines):
+            return [f"unmarked line not in raw order (altered or added): {text(line)[:120]!r}"]
+        position += 1
+    return []
+
+
+def closing_line_survives(raw: bytes, compressed: bytes) -> list[str]:
+    """The last non-blank raw line (a runner's verdict, `N directories`, a total) is still there."""
+    closing = next((line for line in reversed(lines_of(raw)) if line.strip()), None)
+    kept, _ = output_lines(compressed)
+    if closing is not None and closing not in kept:
+        return [f"closing line lost: {text(closing)[:120]!r}"]
+    return []
+
+
+STRUCTURAL: list[Callable[[bytes, bytes], list[str]]] = [kept_lines_unaltered, closing_line_survives]
+
+
+# -- diagnostics: errors, failures, tracebacks, warnings ---------------------------------------------------------
+
+_ERROR_HEADS = [re.compile(pattern) for pattern in (
+    r"^\s*Traceback \(most recent call last\):",
+    r"^(?:E\s+)?(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)(?::|$)",  # the exception a traceback ends with
+    r"^_{3,} .+ _{3,}$",  # pytest failure section
+    r"^(?:FAIL|ERROR): \S",  # unittest failure section
+    r"^\s*--- FAIL: ",  # go
+    r"^---- .+ ----$",  # cargo test's captured output of a failing test
+    r"panicked at |^panic: ",
+    r"^\s*● ",  # jest failure
+    r"^\s*(?:×|✕) ",  # vitest, jest failing test
+    r"(?i)^(?:\S+:\d+(?::\d+)?: )?(?:error|fatal)(?:\[\w+\])?: ",  # compilers and tools
+)]
+_WARNING = re.compile(r"\b[A-Z]\w*Warning\b|(?i:^\s*warning\b|\bwarning(?:\[\w+\])?: )")
+
+
+def error_heads_survive(raw: bytes, compressed: bytes) -> list[str]:
+    """Every occurrence of an error, failure or traceback head is kept."""
+    needed = Counter(line for line in lines_of(raw) if any(p.search(text(line)) for p in _ERROR_HEADS))
+    kept = Counter(output_lines(compressed)[0])
+    return [f"error head lost ({count - kept[line]} of {count}): {text(line)[:120]!r}"
+            for line, count in needed.items() if kept[line] < count]
+
+
+def warnings_survive(raw: bytes, compressed: bytes) -> list[str]:
+    """Every distinct warning line is kept at least once (identical repeats may collapse with a count)."""
+    kept = set(output_lines(compressed)[0])
+    return [f"warning lost: {text(line)[:120]!r}" for line in dict.fromkeys(lines_of(raw))
+            if _WARNING.search(text(line)) and line not in kept]
+
+
+# -- failing tests ------------------------------------------------------------------------------------------------
+
+_FAILING_TEST_IDS = [re.compile(pattern) for pattern in (
+    r"^(?:FAILED|ERROR) (\S+)",  # pytest short summary
+    r"^(\S+::\S+) (?:FAILED|ERROR)\b",  # pytest -v
+    r"^(?:FAIL|ERROR): \S+ \(([\w.]+)\)",  # unittest
+    r"^(\S+) \([\w.]+\)(?: \.\.\.)? (?:FAIL|ERROR)$",  # unittest -v
+    r"^\s*--- FAIL: (\S+)",  # go test
+    r"^FAIL\s+(\S+)\s+[\d.]+s$",  # go test package
+    r"^test (\S+) \.\.\. FAILED$",  # cargo test
+    r"^\s*✕ (.+?)(?: \(\d+ m?s\))?$",  # jest
+    r"^\s*● (.+)$",  # jest failure headers
+    r"^\s*× (.+?)(?: \d+m?s)?$",  # vitest
+    r"^\s*\d+\) (.+)$",  # mocha
+)]
+
+
+def failing_tests_named(raw: bytes, compressed: bytes) -> list[str]:
+    """Every failing test id that the raw output names is still named somewhere in the compressed output."""
+    ids: dict[str, None] = {}
+    for line in lines_of(raw):
+        for pattern in _FAILING_TEST_IDS:
+            found = pattern.search(text(line))
+            if found:
+                ids[found.group(1).strip()] = None
+    output = text(compressed)
+    return [f"failing test not named: {test_id!r}" for test_id in ids if test_id not in output]
+
+
+# -- git ----------------------------------------------------------------------------------------------------------
+
+_STATUS_FILE = re.compile(r"^\t(?:[a-z][a-z ]+:\s+)?(.+?)$")
+_SHORT_STATUS_FILE = re.compile(r"^[ MADRCUT?!]{2} (.+)$")
+_DIFF_FILE = re.compile(r"^diff --(?:git|cc) (?:a/)?(\S+)(?: b/(\S+))?")
+_STAT_FILE = re.compile(r"^ (\S.*?)\s+\|\s+(?:\d+|Bin)")
+
+
+def _files_named(raw: bytes, compressed: bytes, patterns: tuple[re.Pattern[str], ...]) -> list[str]:
+    files: dict[str, None] = {}
+    for line in lines_of(raw):
+        for pattern in patterns:
+            found = pattern.search(text(line))
+            if found:
+                for path in found.groups():
+                    if path:
+                        files[path.split(" -> ")[-1]] = None
+                break
+    output = text(compressed)
+    return [f"changed file not named: {path!r}" for path in files if path not in output]
+
+
+def status_files_named(raw: bytes, compressed: bytes) -> list[str]:
+    """Every changed or untracked file that git status lists (long or short format) is still named."""
+    return _files_named(raw, compressed, (_STATUS_FILE, _SHORT_STATUS_FILE))
+
+
+def diff_files_named(raw: bytes, compressed: bytes) -> list[str]:
+    """Every file a diff (or its --stat) changes is still named."""
+    return _files_named(raw, compressed, (_DIFF_FILE, _STAT_FILE))
+
+
+# -- search -------------------------------------------------------------------------------------------------------
+
+# A search line is `path` then a separator: `:12:` for a hit and `-12-` for context (with line numbers), or `:`
+# for a hit without them. The path is the shortest prefix followed by a separator.
+_SEARCH_LINE = re.compile(r"^(.+?)([:-]\d+[:-]|:)")
+
+
+def _hits_per_file(lines: Iterable[bytes]) -> Counter[str]:
+    hits: Counter[str] = Counter()
+    for line in lines:
+        found = _SEARCH_LINE.match(text(line))
+        if found and found.group(2).startswith(":"):
+            hits[found.group(1)] += 1
+    return hits
+
+
+def search_files_named_with_counts(raw: bytes, compressed: bytes) -> list[str]:
+    """Every file with hits is named, and its number of hits is either all shown or stated beside its name."""
+    kept, added = output_lines(compressed)
+    shown = _hits_per_file(kept)
+    problems = []
+    for path, count in _hits_per_file(lines_of(raw)).items():
+        if shown[path] == count:
+            continue
+        stated = re.compile(rf"(?:^|\s){re.escape(MARKER.decode())}?.*{re.escape(path)}\b.*\b{count}\b")
+        if not any(stated.search(line) for line in added):
+            problems.append(f"file with {count} hits not named with its count: {path!r} (shown {shown[path]})")
+    return problems
+
+
+DETECTORS_BY_KIND: dict[str, list[Callable[[bytes, bytes], list[str]]]] = {
+    "tests": [error_heads_survive, warnings_survive, failing_tests_named],
+    "git-status": [status_files_named],
+    "git-diff": [diff_files_named],
+    "git-log": [],
+    "git-branch": [],
+    "listing": [],
+    "search": [search_files_named_with_counts],
+}
+
+
+def violations(kind: str, raw: bytes, compressed: bytes) -> list[str]:
+    """Everything the compressed output breaks of the fidelity contract, for an output of this kind."""
+    found: list[str] = []
+    for detector in STRUCTURAL + DETECTORS_BY_KIND[kind]:
+        found.extend(f"{detector.__name__}: {problem}" for problem in detector(raw, compressed))
+    return found

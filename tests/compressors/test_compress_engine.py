@@ -1,0 +1,245 @@
+"""The engine on synthetic outputs: passthrough, byte fidelity, markers, streaming and failure modes."""
+
+from __future__ import annotations
+
+import tomllib
+import tracemalloc
+
+import pytest
+
+from codeoid.compressors import MARKER, CompressionError, Compressor, Rule, Thresholds, compress_bytes
+from codeoid.compressors.rules import rule_from_table
+
+
+def make_rule(toml: str) -> Rule:
+    table = tomllib.loads(toml)["rule"][0]
+    return Rule.from_plain({**rule_from_table(table), "source": "test"})
+
+
+HEAD_TAIL = make_rule("""
+[[rule]]
+name = "head-tail"
+head = 5
+tail = 3
+[rule.match]
+program = "x"
+""")
+NOTHING = make_rule('[[rule]]\nname = "nothing"\n[rule.match]\nprogram = "x"\n')
+
+
+def numbered(count: int, width: int = 40) -> bytes:
+    return b"".join(f"line {index:05d} ".ljust(width, ".").encode() + b"\n" for index in range(count))
+
+
+def kept_and_added(output: bytes) -> tuple[list[bytes], list[bytes]]:
+    lines = output.split(b"\n")
+    return [line for line in lines if not line.startswith(MARKER)], [line for line in lines if line.startswith(MARKER)]
+
+
+def test_small_output_passes_through_unchanged() -> None:
+    for raw in (numbered(39), b"x" * 1000 + b"\n" + numbered(60)[:10], b"", b"no newline"):
+        out, result = compress_bytes(HEAD_TAIL, raw)
+        assert out == raw
+        assert result.passthrough == "below threshold" or raw == b""
+
+
+def test_output_the_rule_would_not_shrink_passes_through_unchanged() -> None:
+    raw = numbered(200)
+    out, result = compress_bytes(NOTHING, raw)
+    assert out == raw and result.passthrough == "not smaller" and result.removed == {}
+
+
+def test_head_and_tail_keep_their_lines_and_one_marker_names_the_raw_span() -> None:
+    raw = numbered(200)
+    out, result = compress_bytes(HEAD_TAIL, raw)
+    lines = out.split(b"\n")
+    assert lines[:5] == raw.split(b"\n")[:5]
+    assert lines[5] == MARKER + "… 192 lines omitted (raw lines 6-197) …".encode()
+    assert lines[6:9] == raw.split(b"\n")[197:200]
+    assert result.removed == {"head/tail": 192} and result.raw_lines == 200
+
+
+def test_kept_lines_are_byte_identical_even_when_not_utf8() -> None:
+    raw = b"".join(b"\xff\xfe caf\xe9 \x1b[31mred\x1b[0m \r%d\n" % index for index in range(100))
+    out, _ = compress_bytes(HEAD_TAIL, raw)
+    kept, added = kept_and_added(out)
+    assert kept[:5] == raw.split(b"\n")[:5] and kept[-4:-1] == raw.split(b"\n")[-4:-1]
+    assert len(added) == 1
+
+
+def test_a_missing_final_newline_stays_missing() -> None:
+    raw = numbered(200).rstrip(b"\n")
+    out, _ = compress_bytes(HEAD_TAIL, raw)
+    assert out.endswith(raw.rsplit(b"\n", 1)[1]) and not out.endswith(b"\n")
+
+
+def test_chunk_boundaries_do_not_change_the_output() -> None:
+    raw = numbered(3000)
+    whole, _ = compress_bytes(HEAD_TAIL, raw, chunk_size=len(raw))
+    for chunk_size in (1, 7, 4096):
+        assert compress_bytes(HEAD_TAIL, raw, chunk_size=chunk_size)[0] == whole
+    streamed, _ = compress_bytes(HEAD_TAIL, raw, Thresholds(hold_bytes=0), chunk_size=100)
+    assert streamed == whole
+
+
+def test_the_closing_line_survives_even_when_the_rule_drops_it() -> None:
+    rule = make_rule('[[rule]]\nname = "d"\ndrop = ["^summary"]\n[rule.match]\nprogram = "x"\n')
+    raw = numbered(100) + b"summary: 3 failed\n\n\n"
+    out, _ = compress_bytes(rule, raw)
+    assert b"summary: 3 failed\n" in out
+    assert out.count(b"summary") == 1
+
+
+def test_identical_consecutive_lines_collapse_to_one_with_a_count() -> None:
+    raw = numbered(50) + b"WARNING: disk almost full\n" * 500 + b"\n" * 300 + b"done\n"
+    out, result = compress_bytes(NOTHING, raw)
+    assert out.count(b"WARNING: disk almost full\n") == 1
+    assert MARKER + b"previous line repeated 499 more times\n" in out
+    assert result.removed == {"repeats": 499 + 299}
+
+
+def test_item_summary_names_the_item_and_its_count() -> None:
+    rule = make_rule("""
+[[rule]]
+name = "search"
+diagnostics = false
+dedupe = false
+[rule.item]
+key = '^(.+?):\\d+:'
+head = 2
+label = "hits"
+[rule.match]
+program = "x"
+""")
+    raw = b"".join(b"src/a.py:%d: hit\n" % n for n in range(1, 41)) + b"src/b.py:1: hit\n" * 30
+    out, _ = compress_bytes(rule, raw)
+    assert MARKER + b"src/a.py: 40 hits in all, 38 lines not shown\n" in out
+    # The closing line is always kept, so b.py shows three of its 30 hits.
+    assert MARKER + b"src/b.py: 30 hits in all, 27 lines not shown\n" in out
+    kept, _ = kept_and_added(out)
+    assert kept.count(b"src/b.py:1: hit") == 3
+
+
+def test_collapse_keeps_the_first_lines_of_each_run_and_counts_the_rest() -> None:
+    rule = make_rule("""
+[[rule]]
+name = "c"
+[[rule.collapse]]
+label = "passing"
+patterns = [' ok$']
+keep = 1
+[rule.match]
+program = "x"
+""")
+    raw = b"".join(b"tests/test_%02d ok\n" % n for n in range(60)) + b"test_x FAILED\n" + \
+        b"".join(b"tests/test_%02d ok\n" % n for n in range(60, 90)) + b"2 failed\n"
+    out, result = compress_bytes(rule, raw)
+    assert out.split(b"\n")[:6] == [b"tests/test_00 ok",
+                                    MARKER + "… 59 lines omitted (passing) (raw lines 2-60) …".encode(),
+                                    b"test_x FAILED", b"tests/test_60 ok",
+                                    MARKER + "… 29 lines omitted (passing) (raw lines 63-91) …".encode(),
+                                    b"2 failed"]
+    assert result.removed == {"passing": 88}
+
+
+def test_diagnostics_survive_budgets_unless_the_rule_opts_out() -> None:
+    raw = numbered(100) + b"Traceback (most recent call last):\n" + numbered(100) + b"ValueError: bad\n" + numbered(50)
+    out, _ = compress_bytes(HEAD_TAIL, raw)
+    assert b"\nTraceback (most recent call last):\n" in out and b"\nValueError: bad\n" in out
+    data_rule = make_rule('[[rule]]\nname = "d"\ndiagnostics = false\nhead = 5\n[rule.match]\nprogram = "x"\n')
+    assert b"ValueError" not in compress_bytes(data_rule, raw)[0]
+
+
+def test_group_budget_keeps_a_few_per_extension_and_counts_the_rest() -> None:
+    rule = make_rule("""
+[[rule]]
+name = "g"
+dedupe = false
+[rule.group]
+by = "extension"
+keep = 2
+[rule.match]
+program = "x"
+""")
+    raw = b"".join(b"src/file%03d.py\n" % n for n in range(80)) + b"".join(b"doc%02d.md\n" % n for n in range(10))
+    out, _ = compress_bytes(rule, raw)
+    # doc09.md closes the output, so it is kept beyond the budget of two.
+    assert out.endswith(b"doc09.md\n" + MARKER + b"not shown: 78 *.py, 7 *.md\n")
+
+
+def test_a_raw_line_that_looks_like_a_marker_stops_compression_and_says_why() -> None:
+    raw = numbered(100) + MARKER + b"this came from the command\n" + numbered(100)
+    out, result = compress_bytes(HEAD_TAIL, raw, Thresholds(hold_bytes=0))
+    assert result.passthrough == "raw output contains codeoid marker lines"
+    assert out.endswith(MARKER + b"this came from the command\n" + numbered(100))
+    assert MARKER + b"raw output contains codeoid marker lines: the rest of the output is unchanged\n" in out
+
+
+def test_a_line_over_the_limit_passes_the_rest_through() -> None:
+    raw = numbered(100) + b"y" * 5000 + b"\n" + numbered(100)
+    out, result = compress_bytes(HEAD_TAIL, raw, Thresholds(hold_bytes=0, max_line_bytes=1000), chunk_size=512)
+    assert result.passthrough == "a line over 1,000 bytes"
+    assert out.endswith(b"y" * 5000 + b"\n" + numbered(100))
+
+
+def test_abandon_hands_back_the_raw_bytes_not_yet_written() -> None:
+    raw = numbered(400)
+    engine = Compressor(HEAD_TAIL, Thresholds(hold_bytes=0))
+    written = engine.feed(raw[:10_000])
+    rest = b"".join(engine.abandon())
+    assert rest.startswith(MARKER + b"compression stopped")
+    written_lines = [line for line in (written + rest).split(b"\n") if not line.startswith(MARKER)]
+    assert written_lines[-1] == raw[:10_000].split(b"\n")[-1]
+    assert raw[:10_000].endswith(rest.split(b"\n", 1)[1][-200:])
+    held = Compressor(HEAD_TAIL)
+    held.feed(raw[:5000])
+    assert b"".join(held.abandon()) == raw[:5000]
+
+
+def test_an_engine_failure_mid_stream_is_a_compression_error_and_loses_no_raw_line(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    raw = numbered(400)
+    engine = Compressor(HEAD_TAIL, Thresholds(hold_bytes=0))
+    pipeline = engine._pipeline
+    real_push = pipeline.push
+    pushed = []
+
+    def failing_push(line: bytes) -> None:
+        pushed.append(line)
+        if len(pushed) == 300:
+            raise RuntimeError("a bug")
+        real_push(line)
+
+    monkeypatch.setattr(pipeline, "push", failing_push)
+    with pytest.raises(CompressionError, match="a bug"):
+        engine.feed(raw)
+    out = b"".join(engine.abandon())
+    assert out.endswith(b"".join(line + b"\n" for line in raw.split(b"\n")[299:400]))
+    assert MARKER + b"compression stopped by an error; the rest is unchanged\n" in out
+
+
+def test_misuse_raises_compression_error() -> None:
+    engine = Compressor(HEAD_TAIL)
+    engine.finish()
+    with pytest.raises(CompressionError):
+        engine.feed(b"x\n")
+    with pytest.raises(CompressionError):
+        engine.finish()
+
+
+def test_memory_stays_bounded_on_a_large_stream() -> None:
+    engine = Compressor(HEAD_TAIL)
+    chunk = numbered(1000, width=100)
+    tracemalloc.start()
+    for _ in range(100):  # 10 MB
+        engine.feed(chunk)
+    engine.finish()
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert engine.result.raw_bytes == 100 * len(chunk)
+    assert peak < 2 * 1024 * 1024
+
+
+def test_describe_is_one_footer_line() -> None:
+    _, result = compress_bytes(HEAD_TAIL, numbered(200))
+    assert result.describe() == "rule head-tail: 192 of 200 lines removed (192 head/tail)"
