@@ -1,0 +1,250 @@
+"""The shared local Chroma server and the vector index on it, with real `chroma run` processes and the real model."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+
+from codeoid import chroma_server
+from codeoid.vector_index import Chunk, VectorIndex, VectorIndexUnavailable, collection_name
+
+pytestmark = pytest.mark.slow
+
+WORKSPACE = "github.com/example/parser"
+
+
+@pytest.fixture
+def home(codeoid_home: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """An isolated data dir whose Chroma server, if a test starts one, is stopped afterwards."""
+    monkeypatch.delenv("CODEOID_CHROMA_URL", raising=False)
+    monkeypatch.delenv("CODEOID_CHROMA_IDLE_SECONDS", raising=False)
+    yield codeoid_home
+    monkeypatch.setenv("CODEOID_HOME", str(codeoid_home))
+    chroma_server.stop_server()
+    for process in chroma_processes(codeoid_home):
+        process.kill()
+
+
+def chroma_processes(home: Path) -> list[psutil.Process]:
+    """Every `chroma run` serving this data dir, however it was started."""
+    found = []
+    for process in psutil.process_iter(["cmdline"]):
+        cmdline = process.info["cmdline"] or []
+        if "run" in cmdline and str(home / "chroma") in cmdline:
+            found.append(process)
+    return found
+
+
+def run_python(code: str, *, env: dict[str, str] | None = None, timeout: float = 120) -> str:
+    completed = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
+                               env={**os.environ, **(env or {})}, timeout=timeout)
+    assert completed.returncode == 0, completed.stderr
+    return completed.stdout
+
+
+def start_python(code: str) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-c", textwrap.dedent(code)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def wait_until(condition: Callable[[], bool], timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def gone(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def test_server_listens_on_loopback_only_outside_the_callers_process_tree(home: Path) -> None:
+    info = chroma_server.ensure_server()
+    assert info.url == f"http://127.0.0.1:{info.port}" and chroma_server.heartbeat(info.url)
+    ours = {child.pid for child in psutil.Process().children(recursive=True)}
+    assert info.watchdog_pid not in ours and info.chroma_pid not in ours
+    assert os.getsid(info.watchdog_pid) != os.getsid(0)
+    listening = [c.laddr for c in psutil.Process(info.chroma_pid).net_connections("inet") if c.status == "LISTEN"]
+    assert listening and all(address.ip == "127.0.0.1" for address in listening)
+    state = home / "chroma-server"
+    for name in ("server.json", "lease", "lock", "server.log"):
+        assert (state / name).stat().st_mode & 0o777 == 0o600, name
+    assert json.loads((state / "server.json").read_text())["port"] == info.port
+    assert chroma_server.ensure_server() == info
+
+
+def test_a_fresh_process_reopens_the_collection_and_finds_what_another_process_added(home: Path) -> None:
+    run_python(f"""
+        from codeoid.vector_index import Chunk, VectorIndex
+        VectorIndex().add_chunks({WORKSPACE!r}, [
+            Chunk(41, 0, 1, 30, "pytest: FAILED tests/test_parser.py::test_quotes - KeyError: 'user_id'"),
+            Chunk(41, 1, 31, 55, "the fixture builds the user record before the parser runs"),
+            Chunk(42, 0, 1, 3, "Bought groceries: apples, bread and cheese for the weekend."),
+        ])
+    """)
+    found = json.loads(run_python(f"""
+        import json
+        from codeoid.vector_index import VectorIndex
+        hits = VectorIndex().query("which test failed with a KeyError?", {WORKSPACE!r}, n=3)
+        print(json.dumps([[h.episode_id, h.chunk, h.start_line, h.end_line, h.document] for h in hits]))
+    """))
+    assert found[0] == [41, 0, 1, 30, "pytest: FAILED tests/test_parser.py::test_quotes - KeyError: 'user_id'"]
+    assert found[-1][0] == 42
+    # A bare Chroma client rebuilds codeoid's registered embedding function from the collection's config.
+    bare = json.loads(run_python(f"""
+        import json, chromadb
+        import codeoid.chroma_embedding
+        from codeoid.chroma_server import server_url
+        port = int(server_url().rsplit(":", 1)[1])
+        collection = chromadb.HttpClient(host="127.0.0.1", port=port).get_collection({collection_name(WORKSPACE)!r})
+        print(json.dumps(collection.query(query_texts=["grocery shopping list"], n_results=1)["ids"][0]))
+    """))
+    assert bare == ["42:0"]
+
+
+def test_two_processes_starting_the_server_at_once_get_one_server(home: Path) -> None:
+    starters = [start_python("""
+        import json
+        from dataclasses import asdict
+        from codeoid.chroma_server import ensure_server
+        print(json.dumps(asdict(ensure_server())))
+    """) for _ in range(3)]
+    infos = []
+    for starter in starters:
+        out, err = starter.communicate(timeout=120)
+        assert starter.returncode == 0, err
+        infos.append(json.loads(out))
+    assert len({(info["port"], info["watchdog_pid"], info["chroma_pid"]) for info in infos}) == 1
+    assert [p.pid for p in chroma_processes(home)] == [infos[0]["chroma_pid"]]
+
+
+def test_four_concurrent_writer_processes_lose_nothing(home: Path) -> None:
+    chroma_server.ensure_server()
+    go = home / "go"
+    writer = """
+        import os, sys, time
+        from codeoid.vector_index import Chunk, VectorIndex
+        writer = int(sys.argv[1])
+        from codeoid.embedding import default_embedder
+        index = VectorIndex()
+        chunks = [Chunk(writer * 1000 + i, 0, 1, 1, f"writer {writer} episode {i}: ran the tests, {i % 7} failed")
+                  for i in range(120)]
+        default_embedder().embed(["load the model before the race starts"])
+        while not os.path.exists(sys.argv[2]):
+            time.sleep(0.01)
+        for start in range(0, len(chunks), 10):
+            index.add_chunks("github.com/example/parser", chunks[start:start + 10])
+    """
+    writers = [subprocess.Popen([sys.executable, "-c", textwrap.dedent(writer), str(n), str(go)],
+                                stderr=subprocess.PIPE, text=True) for n in range(4)]
+    time.sleep(1)
+    go.touch()
+    for process in writers:
+        _, err = process.communicate(timeout=300)
+        assert process.returncode == 0, err
+    index = VectorIndex()
+    assert index.count(WORKSPACE) == 480
+    # Adding the same chunks again replaces them: ids are episode id and chunk number.
+    index.add_chunks(WORKSPACE, [Chunk(1005, 0, 1, 1, "writer 1 episode 5: ran the tests, 5 failed")])
+    assert index.count(WORKSPACE) == 480
+    index.delete_episode(WORKSPACE, 1005)
+    assert index.count(WORKSPACE) == 479
+
+
+def test_an_idle_server_stops_by_itself_and_the_next_client_starts_another(
+        home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CODEOID_CHROMA_IDLE_SECONDS", "2")
+    index = VectorIndex()
+    index.add_chunks(WORKSPACE, [Chunk(7, 0, 1, 2, "the release checklist lives in RELEASING.md")])
+    first = chroma_server.running_server()
+    assert first is not None
+    assert wait_until(lambda: not (home / "chroma-server" / "server.json").exists(), timeout=20)
+    assert wait_until(lambda: gone(first.chroma_pid) and gone(first.watchdog_pid), timeout=10)
+    assert not chroma_server.heartbeat(first.url)
+    # The same long-lived client simply carries on: the data survived, on a new server.
+    assert [hit.episode_id for hit in index.query("where is the release checklist?", WORKSPACE, n=1)] == [7]
+    second = chroma_server.running_server()
+    assert second is not None and second.watchdog_pid != first.watchdog_pid
+
+
+def test_clients_refreshing_the_lease_keep_the_server_up(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CODEOID_CHROMA_IDLE_SECONDS", "2")
+    info = chroma_server.ensure_server()
+    for _ in range(12):
+        time.sleep(0.5)
+        chroma_server.touch_lease()
+    assert chroma_server.running_server() == info
+
+
+def test_a_server_whose_watchdog_was_killed_is_replaced_not_doubled(home: Path) -> None:
+    first = chroma_server.ensure_server()
+    os.kill(first.watchdog_pid, signal.SIGKILL)
+    assert wait_until(lambda: gone(first.watchdog_pid), timeout=10)
+    # On Linux chroma follows its watchdog at once; elsewhere the next starter ends it before starting anew.
+    second = chroma_server.ensure_server()
+    assert second.watchdog_pid != first.watchdog_pid
+    assert wait_until(lambda: gone(first.chroma_pid), timeout=10)
+    assert [p.pid for p in chroma_processes(home)] == [second.chroma_pid]
+
+
+def test_stop_server_stops_it(home: Path) -> None:
+    info = chroma_server.ensure_server()
+    assert chroma_server.stop_server()
+    assert not chroma_server.heartbeat(info.url) and chroma_server.running_server() is None
+    assert not chroma_server.stop_server()
+
+
+def test_an_unreachable_server_raises_a_clear_exception(home: Path) -> None:
+    url = f"http://127.0.0.1:{free_port()}"
+    index = VectorIndex(url=url)
+    with pytest.raises(VectorIndexUnavailable, match=f"the vector index at {url} is unreachable"):
+        index.query("anything", WORKSPACE)
+    with pytest.raises(VectorIndexUnavailable):
+        index.add_chunks(WORKSPACE, [Chunk(1, 0, 1, 1, "text")])
+
+
+def test_a_team_url_is_used_as_is_and_no_local_server_starts(
+        home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    team = chroma_server.ensure_server()  # stands in for a team's server
+    monkeypatch.setenv("CODEOID_HOME", str(tmp_path / "teammate"))
+    monkeypatch.setenv("CODEOID_CHROMA_URL", team.url)
+    VectorIndex().add_chunks(WORKSPACE, [Chunk(9, 0, 1, 1, "deploys go through the staging cluster first")])
+    assert [hit.document for hit in VectorIndex().query("how do we deploy?", WORKSPACE, n=1)] == [
+        "deploys go through the staging cluster first"]
+    assert not (tmp_path / "teammate" / "chroma-server" / "server.json").exists()
+    monkeypatch.setenv("CODEOID_CHROMA_URL", f"http://127.0.0.1:{free_port()}")
+    with pytest.raises(VectorIndexUnavailable, match="unreachable"):
+        VectorIndex().query("how do we deploy?", WORKSPACE)
+    assert not (tmp_path / "teammate" / "chroma-server" / "server.json").exists()
+
+
+def test_the_watchdog_module_stays_light() -> None:
+    """`python -m codeoid.chroma_server` lives as long as the server: it must not carry chromadb or numpy."""
+    loaded = run_python("""
+        import sys
+        import codeoid.chroma_server
+        print(" ".join(name for name in ("chromadb", "numpy", "onnxruntime", "httpx") if name in sys.modules))
+    """)
+    assert loaded.strip() == ""
