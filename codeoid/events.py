@@ -192,6 +192,9 @@ def sync_transcript(db: sqlite3.Connection, owner: Owner, event: SpooledEvent) -
 def _store_line(db: sqlite3.Connection, owner: Owner, event: SpooledEvent, line: transcript.AssistantText,
                 *, agent_id: str | None) -> None:
     """One text block: extend its message's episode, claim a pending one with that text, or start one."""
+    # The transcript is read as is: a lone surrogate or a non-string uuid must not fail every later hook.
+    line.message_id, line.text = capture.render.clean_text(line.message_id), capture.render.clean_text(line.text)
+    line.uuid = capture.render.clean_text(line.uuid) if isinstance(line.uuid, str) else None
     row = db.execute("SELECT text FROM episodes WHERE kind = 'assistant' AND message_id = ?",
                      (line.message_id,)).fetchone()
     if row is not None:

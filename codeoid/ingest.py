@@ -45,6 +45,9 @@ def write(spooled: SpooledEvent) -> str | None:
             if isinstance(error, store_db.StoreUnavailable):
                 _spool(spooled, f"store unavailable: {error}")
                 return None
+            if isinstance(error, Exception):  # a handler failure must not lose the event
+                _keep_failed(spooled, error)
+                return None
             raise
     return None
 
@@ -71,6 +74,20 @@ def replay_backlog(db: sqlite3.Connection, limit: int = REPLAY_PER_WRITE) -> int
     if count:
         log("ingest", f"replayed {count} spooled events")
     return count
+
+
+def _keep_failed(spooled: SpooledEvent, error: Exception) -> None:
+    """The store works but this event cannot be applied (it would fail the same way on replay): keep it in
+    the quarantine, in the spool's format, so it is not lost and can be replayed once the cause is fixed."""
+    import traceback
+
+    trace = traceback.format_exc()
+    try:
+        path = spool_event(spooled, paths.quarantine_dir())
+    except OSError as keep_error:
+        log("ingest", f"{spooled.event}: failed ({error!r}); could not keep it ({keep_error}); event lost\n{trace}")
+        return
+    log("ingest", f"{spooled.event}: failed ({error!r}); kept as quarantine/{os.path.basename(path)}\n{trace}")
 
 
 def _spool(spooled: SpooledEvent, reason: str) -> None:

@@ -14,6 +14,7 @@ import sqlite3
 import time
 
 from codeoid import paths
+from codeoid.log import log
 from codeoid.store.migrations import migrate
 
 DEFAULT_BUSY_TIMEOUT_MS = 1500
@@ -45,7 +46,8 @@ def connect(path: str | None = None, *, busy_ms: int | None = None) -> sqlite3.C
     except sqlite3.DatabaseError as error:
         if not is_corruption(error):
             raise StoreUnavailable(f"{path}: {error}") from error
-        quarantine(path, reason=str(error))
+        moved = quarantine(path, reason=str(error))
+        log("store", f"database corrupt on open ({error}); moved to {moved}, started a fresh store")
         try:
             return _open(path, busy_ms)
         except sqlite3.DatabaseError as retry_error:
@@ -78,7 +80,9 @@ def _create_private(path: str) -> None:
 
 
 def is_corruption(error: sqlite3.DatabaseError) -> bool:
-    return getattr(error, "sqlite_errorcode", None) in _CORRUPTION_CODES
+    """SQLITE_CORRUPT or SQLITE_NOTADB, extended codes included (SQLITE_CORRUPT_INDEX, _VTAB, ...)."""
+    code = getattr(error, "sqlite_errorcode", None)
+    return code is not None and (code & 0xFF) in _CORRUPTION_CODES
 
 
 def is_unavailable(error: sqlite3.Error) -> bool:
