@@ -16,5 +16,7 @@ fi
 export CODEOID_CLAUDE_BIN="$PWD/$tools/node_modules/.bin/claude"
 "$CODEOID_CLAUDE_BIN" --version
 
+# The pytest script, not `python -m pytest`: that would put the checkout first on sys.path, and `import codeoid`
+# would find the source folder (without hooks/, mcp_server/, compressors/ mapped in) instead of the install.
 # pytest exits 5 when it collects no test: that fails this script too, as it should.
-exec "$CODEOID_VENV/bin/python" -m pytest "$@"
+exec "$CODEOID_VENV/bin/pytest" "$@"

@@ -18,7 +18,7 @@ from typing import Any
 
 import click
 
-from codeoid import __version__, ingest
+from codeoid import __version__, ingest, retrieval
 from codeoid.store import db as store_db
 from codeoid.store import queries, raw
 
@@ -212,19 +212,51 @@ def _show_raw_output(db: sqlite3.Connection, raw_id: str, *, as_raw: bool, as_js
 @click.option("--json", "as_json", is_flag=True, help="Print every field as JSON, episode text whole.")
 @_scope_option
 def search(query: str, limit: int, as_json: bool, all_workspaces: bool) -> None:
-    """Find episodes by words (BM25, any of the words; archived episodes included)."""
+    """Find episodes by words and meaning (BM25 and the vector index fused, as the MCP server's recall)."""
     if not query.strip():
         raise click.ClickException("The query is empty.")
     with _store() as db:
-        rows = queries.search_bm25(db, query, workspace_id=_workspace_id(db, all_workspaces), limit=limit)
+        found = retrieval.recall_ranked(db, query, workspace_id=_workspace_id(db, all_workspaces), limit=limit)
+    if found.fallback:
+        click.echo(f"BM25 only: {found.fallback}.", err=True)
     if as_json:
-        _print_json(rows)
+        _print_json(found.rows)
         return
-    if not rows:
+    if not found.rows:
         click.echo("No episode matches.")
-    for row in rows:
+    for row in found.rows:
         when = _time(row["created_at"])
-        click.echo(f"{row['id']:>6}  {row['score']:6.2f}  {when}  {row['kind']:<9} {row['summary']}")
+        click.echo(f"{row['id']:>6}  {row['score']:8.4f}  {when}  {row['kind']:<9} {row['summary']}")
+
+
+@cli.command()
+def reindex() -> None:
+    """Rebuild the vector index from the store: every workspace's collection dropped and refilled."""
+    from codeoid.indexer import Indexer
+    from codeoid.store import vector_progress
+    from codeoid.vector_index import VectorIndexUnavailable, workspace_index_id
+
+    with _store() as db:
+        try:
+            indexer = Indexer(db)
+            for portable_id, key in db.execute("SELECT portable_id, key FROM workspaces").fetchall():
+                indexer.index.drop_workspace(workspace_index_id(portable_id, key))
+            vector_progress.reset(db)
+            total = queries.count_episodes(db, include_retracted=True)
+            with click.progressbar(length=total, label="Indexing episodes") as bar:
+                while True:
+                    count = indexer.step()
+                    if count is None:  # a running MCP server's indexer holds a batch: it will finish it
+                        time.sleep(indexer.settings.poll_seconds)
+                        continue
+                    if count == 0:
+                        break
+                    bar.update(count)
+        except VectorIndexUnavailable as error:
+            raise click.ClickException(f"The vector index cannot be reached: {error}") from error
+        except store_db.StoreUnavailable as error:
+            raise click.ClickException(f"The store is busy: {error}") from error
+    click.echo(f"Indexed {total} episodes.")
 
 
 def _time(stamp: float) -> str:

@@ -1,7 +1,8 @@
 """Finding history to page back: ranked episodes for a query, the caller's own window, the latest read of a file.
 
-`recall` is the one entry point for ranked retrieval; the MCP server and `codeoid search` both call it, so
-when vector candidates and fusion arrive they change here and nowhere else.
+`recall_ranked` is the one entry point for ranked retrieval (`recall` is its rows alone); the MCP server and
+`codeoid search` both call it: BM25 and vector candidates fused (`codeoid.ranking`), BM25 alone when the
+vector index cannot answer, and the result says which.
 """
 
 from __future__ import annotations
@@ -12,26 +13,100 @@ import os
 import shlex
 import sqlite3
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
-from codeoid.store import queries, raw
+from codeoid import chroma_server, ranking
+from codeoid.store import queries, raw, vector_progress
 from codeoid.store.queries import Row
 
-# codeoid's own tool results are copies of episodes already stored; recalling them would only repeat them.
-NOT_RECALLED_ORIGINS = ("codeoid",)
+if TYPE_CHECKING:  # chromadb and the model load only when a query reaches the vector index (~0.8 s)
+    from codeoid.vector_index import Hit, VectorIndex
+
+# codeoid's own tool results and rotation seeds are copies of episodes already stored; recalling them would only
+# repeat them.
+NOT_RECALLED_ORIGINS = ("codeoid", "seed")
 # Beyond this a file's change is judged by its mtime alone, so one call never reads a huge file into memory.
 MAX_COMPARED_BYTES = 64 << 20
 
 
+@dataclass(frozen=True)
+class Recalled:
+    """Ranked episodes and how they were found: `fallback` says why vector candidates are missing, if they are."""
+
+    rows: list[Row]
+    signals: str  # "BM25 + semantic" or "BM25"
+    fallback: str | None = None
+
+
 def recall(db: sqlite3.Connection, query: str, *, workspace_id: int | None, limit: int = 6,
            skip_live_of: str | None = None) -> list[Row]:
-    """The episodes of a workspace that best match `query`, best first, each row with its `score`.
+    """The episodes of a workspace that best match `query`, best first, each row with its `score`
+    (`recall_ranked` without the note on which signals took part)."""
+    return recall_ranked(db, query, workspace_id=workspace_id, limit=limit, skip_live_of=skip_live_of).rows
+
+
+def recall_ranked(db: sqlite3.Connection, query: str, *, workspace_id: int | None, limit: int = 6,
+                  skip_live_of: str | None = None, weights: ranking.RecallWeights | None = None) -> Recalled:
+    """BM25 and vector candidates fused with recency and path overlap (`codeoid.ranking`), best first.
 
     Live and archived episodes of every session are candidates, retracted ones never; `skip_live_of` names
     the caller's backing session, whose live episodes are still in its window and so are left out.
-    `workspace_id=None` searches every workspace (the CLI's `--all-workspaces`), never a default.
+    `workspace_id=None` searches every workspace (the CLI's `--all-workspaces`), never a default; it is BM25
+    only, since each workspace has its own collection. When the vector index cannot answer, the ranking is
+    BM25's alone and `fallback` says why, so the caller can say so.
     """
-    return queries.search_bm25(db, query, workspace_id=workspace_id, limit=limit, skip_live_of=skip_live_of,
-                               exclude_origins=NOT_RECALLED_ORIGINS)
+    weights = weights or ranking.RecallWeights.from_env()
+    pool = max(limit, weights.candidates)
+    lexical = queries.search_bm25(db, query, workspace_id=workspace_id, limit=pool, skip_live_of=skip_live_of,
+                                  exclude_origins=NOT_RECALLED_ORIGINS)
+    hits, fallback = _dense_hits(db, query, workspace_id, pool)
+    if fallback is not None:
+        return Recalled(lexical[:limit], "BM25", fallback)
+    by_id = {row["id"]: row for row in lexical}
+    dense_ids = list(dict.fromkeys(hit.episode_id for hit in hits))
+    by_id.update({episode_id: row for episode_id, row in queries.recallable_episodes(
+        db, [i for i in dense_ids if i not in by_id], workspace_id=workspace_id, skip_live_of=skip_live_of,
+        exclude_origins=NOT_RECALLED_ORIGINS).items()})
+    dense_ids = [episode_id for episode_id in dense_ids if episode_id in by_id]
+    best_chunk: dict[int, Hit] = {}
+    for hit in hits:
+        best_chunk.setdefault(hit.episode_id, hit)
+    fused = ranking.fuse([row["id"] for row in lexical], dense_ids,
+                         created_at={i: row["created_at"] for i, row in by_id.items()},
+                         paths={i: _json_list(row["paths"]) for i, row in by_id.items()}, query=query, weights=weights)
+    rows = []
+    for episode_id, score in fused[:limit]:
+        row = {**by_id[episode_id], "score": score}
+        chunk = best_chunk.get(episode_id)
+        if chunk is not None:
+            row["matched_lines"] = (chunk.start_line, chunk.end_line)
+        rows.append(row)
+    return Recalled(rows, "BM25 + semantic")
+
+
+_index: VectorIndex | None = None
+
+
+def _dense_hits(db: sqlite3.Connection, query: str, workspace_id: int | None, n: int) -> tuple[list[Hit], str | None]:
+    """The nearest chunks of the workspace's collection, or why there are none to fuse."""
+    global _index
+    if not ranking.vector_enabled():
+        return [], "semantic memory is off (CODEOID_VECTOR=off)"
+    if workspace_id is None:
+        return [], "semantic search covers one workspace at a time"
+    if vector_progress.progress(db).indexed_upto == 0 and chroma_server.remote_url() is None:
+        return [], "the vector index is still empty"
+    ids = queries.workspace_ids(db, workspace_id)
+    if ids is None:
+        return [], "the workspace is unknown"
+    from codeoid.vector_index import VectorIndex, VectorIndexUnavailable, workspace_index_id
+
+    if _index is None:
+        _index = VectorIndex()
+    try:
+        return _index.query(query, workspace_index_id(*ids), n), None
+    except VectorIndexUnavailable as error:
+        return [], f"the vector index is unreachable ({error})"
 
 
 def caller_backing_session(db: sqlite3.Connection, *, parent_pid: int | None,

@@ -8,11 +8,13 @@ workspace is the one every tool answers for. Start-up does no store work and loa
 from __future__ import annotations
 
 import os
+import threading
 
 from mcp.server.mcpserver import MCPServer
 from mcp.types import ToolAnnotations
 
 from codeoid.mcp_server.tools import MemoryTools
+from codeoid.ranking import vector_enabled
 
 INSTRUCTIONS = (
     "codeoid keeps every turn of this workspace's Claude Code sessions verbatim, including turns that have left "
@@ -20,6 +22,7 @@ INSTRUCTIONS = (
     "file and whether it changed since; timeline() lists the history; get_episode(id) pages one episode or raw "
     "command output in full."
 )
+INDEXER_DELAY_SECONDS = 2.0
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 
 
@@ -33,4 +36,22 @@ def build_server(project_dir: str) -> MCPServer:
 
 
 def main() -> None:
-    build_server(os.environ.get("CLAUDE_PROJECT_DIR") or os.getcwd()).run("stdio")
+    server = build_server(os.environ.get("CLAUDE_PROJECT_DIR") or os.getcwd())
+    if vector_enabled():
+        _start_indexer()
+    server.run("stdio")
+
+
+def _start_indexer() -> None:
+    """The vector indexer on a daemon thread, imported there too: chromadb and the model take most of a second
+    to import, and `initialize` and `tools/list` must not wait for them."""
+
+    def run() -> None:
+        stop = threading.Event()
+        if stop.wait(INDEXER_DELAY_SECONDS):
+            return
+        from codeoid.indexer import run_forever
+
+        run_forever(stop, delay=0)
+
+    threading.Thread(target=run, name="codeoid-indexer", daemon=True).start()

@@ -71,12 +71,14 @@ class MemoryTools:
             if workspace_id is None:
                 return self._nothing_stored()
             caller = self._caller(db)
-            rows = retrieval.recall(db, query, workspace_id=workspace_id, limit=limit, skip_live_of=caller)
+            found = retrieval.recall_ranked(db, query, workspace_id=workspace_id, limit=limit, skip_live_of=caller)
+        rows = found.rows
         skipped = "; episodes still in your current window are skipped" if caller else ""
+        fallback = f" BM25 only: {found.fallback}." if found.fallback else ""
         if not rows:
-            return f"No stored episode in this workspace ({self.root}) matches {query!r}{skipped}."
+            return f"No stored episode in this workspace ({self.root}) matches {query!r}{skipped}.{fallback}"
         head = (f"recall {query!r}: {len(rows)} episode{'s' if len(rows) != 1 else ''} from {self.root}, best first "
-                f"(BM25, any word; archived included{skipped}).")
+                f"({found.signals}, any word; archived included{skipped}).{fallback}")
         return _fit_episodes(head, rows, output_budget())
 
     def recall_file(
@@ -220,6 +222,8 @@ def _episode_header(row: Row) -> str:
     fields = [f"=== episode {row['id']}", kind, _time(row["created_at"])]
     if row.get("score") is not None:
         fields.append(f"score {row['score']:.3g}")
+    if row.get("matched_lines") is not None:
+        fields.append("best match lines {}-{}".format(*row["matched_lines"]))
     fields.append(f"~{estimate_tokens(row['text']):,} tokens")
     fields.append(row["state"])
     lines = [" · ".join(fields), f"summary: {row['summary']}"]

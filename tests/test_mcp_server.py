@@ -134,7 +134,7 @@ def serve(memory: Memory, *calls: tuple[str, dict[str, Any]], env: dict[str, str
     """Start `codeoid-mcp` in the project, make the calls in order over one connection, and stop it."""
     async def session() -> list[Result]:
         params = StdioServerParameters(command=SERVER, cwd=str(memory.project),
-                                       env={"CODEOID_HOME": str(memory.home), **(env or {})})
+                                       env={"CODEOID_HOME": str(memory.home), "CODEOID_VECTOR": "off", **(env or {})})
         async with stdio_client(params) as (read, write), ClientSession(read, write) as client:
             await client.initialize()
             results = []

@@ -204,6 +204,35 @@ def m003_deferred_fts(db: sqlite3.Connection) -> None:
     )
 
 
+@migration
+def m004_vector_index(db: sqlite3.Connection) -> None:
+    """The vector indexer's watermark and claim, and the retracted episodes it still has to remove from Chroma.
+
+    `indexed_upto` is how far episodes are in the vector index; `claimed_upto`/`claimed_by`/`claimed_at` mark a
+    batch one indexer is embedding, so a second waits instead of embedding it too (a claim older than its
+    lease is taken over: its holder died). A trigger queues retractions of already indexed episodes.
+    """
+    run_script(
+        db,
+        """
+        CREATE TABLE vector_progress (
+            id INTEGER PRIMARY KEY CHECK (id = 1),
+            indexed_upto INTEGER NOT NULL,
+            claimed_upto INTEGER NOT NULL,
+            claimed_by TEXT,
+            claimed_at REAL
+        );
+        INSERT INTO vector_progress VALUES (1, 0, 0, NULL, NULL);
+        CREATE TABLE vector_removals (episode_id INTEGER PRIMARY KEY);
+        CREATE TRIGGER episodes_vector_retract AFTER UPDATE OF state ON episodes
+        WHEN new.state = 'retracted' AND old.state != 'retracted'
+             AND old.id <= (SELECT claimed_upto FROM vector_progress) BEGIN
+            INSERT OR IGNORE INTO vector_removals VALUES (old.id);
+        END;
+        """,
+    )
+
+
 def migrate(db: sqlite3.Connection, upto: str | None = None) -> list[str]:
     """Apply every migration not yet recorded (stopping after `upto` if given); return the names applied."""
     if _is_current(db, upto):

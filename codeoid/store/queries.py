@@ -215,3 +215,30 @@ def _scope(workspace_id: int | None, session_id: str | None, include_retracted: 
     if not include_retracted:
         filters.append("state != 'retracted'")
     return ("WHERE " + " AND ".join(filters)) if filters else "", tuple(params)
+
+
+def recallable_episodes(db: sqlite3.Connection, episode_ids: list[int], *, workspace_id: int | None,
+                        skip_live_of: str | None = None, exclude_origins: tuple[str, ...] = ()) -> dict[int, Row]:
+    """The episodes among `episode_ids` that recall may return, by id: under the same rules as `search_bm25`
+    (not retracted, in the workspace, not the caller's live ones, not of an excluded origin)."""
+    if not episode_ids:
+        return {}
+    filters = [f"e.id IN ({', '.join('?' for _ in episode_ids)})", "e.state IN ('live', 'archived')"]
+    params: list[Any] = [*episode_ids]
+    if workspace_id is not None:
+        filters.append("e.workspace_id = ?")
+        params.append(workspace_id)
+    if skip_live_of is not None:
+        filters.append("NOT (e.state = 'live' AND e.backing_session_id IS ?)")
+        params.append(skip_live_of)
+    if exclude_origins:
+        filters.append(f"e.origin NOT IN ({', '.join('?' for _ in exclude_origins)})")
+        params.extend(exclude_origins)
+    rows = _rows(db.execute(f"SELECT e.* FROM episodes e WHERE {' AND '.join(filters)}", params))
+    return {row["id"]: row for row in rows}
+
+
+def workspace_ids(db: sqlite3.Connection, workspace_id: int) -> tuple[str | None, str] | None:
+    """A workspace's portable id and key, which name its vector collection."""
+    row = db.execute("SELECT portable_id, key FROM workspaces WHERE id = ?", (workspace_id,)).fetchone()
+    return (row[0], row[1]) if row else None

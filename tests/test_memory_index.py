@@ -1,0 +1,229 @@
+"""The vector indexer and fused recall with the real model and real `chroma run` servers.
+
+One store per test, filled through the capture API; the local server is started by codeoid itself
+(`ensure_server`) in the test's data dir and stopped afterwards.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from test_chroma_server import chroma_processes, free_port, wait_until
+from test_mcp_server import SERVER, Memory, call, episode_ids, git_project
+
+from codeoid import chroma_server, retrieval
+from codeoid.indexer import Indexer, IndexerSettings
+from codeoid.store import queries, vector_progress
+from codeoid.vector_index import Hit, VectorIndex, workspace_index_id
+
+pytestmark = pytest.mark.slow
+
+LONG_LINE = 540
+PARAPHRASE = "cure flaky sign-in check"  # no word in common with the answer
+
+
+@pytest.fixture
+def memory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Memory]:
+    home = tmp_path / "codeoid-home"
+    monkeypatch.setenv("CODEOID_HOME", str(home))
+    for name in ("CODEOID_CHROMA_URL", "CODEOID_VECTOR", "CODEOID_SECRET_PATTERNS", "CODEOID_EXCLUDE_PATHS"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(retrieval, "_index", None)
+    found = Memory(home, git_project(tmp_path / "project"))
+    try:
+        yield found
+    finally:
+        found.db.close()
+        chroma_server.stop_server()
+        for process in chroma_processes(home):
+            process.kill()
+
+
+def workspace_of(memory: Memory) -> str:
+    row = memory.db.execute("SELECT portable_id, key FROM workspaces").fetchone()
+    return workspace_index_id(row[0], row[1])
+
+
+def all_hits(memory: Memory, index: VectorIndex) -> list[Hit]:
+    workspace = workspace_of(memory)
+    return index.query("anything", workspace, n=max(index.count(workspace), 1))
+
+
+def fill(memory: Memory) -> dict[str, int]:
+    owner = memory.backing("b-earlier")
+    ids = {
+        "prompt": memory.user(owner, "The login test keeps failing on CI about one run in five."),
+        "paraphrase": memory.assistant(owner, "Retried the authentication test with exponential backoff; the "
+                                              "intermittent failure is gone now."),
+        "busy": memory.bash(owner, "pytest tests/test_store.py", "FAILED test_concurrent_writes - "
+                                   "sqlite3.OperationalError: database is locked\n1 failed, 41 passed"),
+        "secret": memory.bash(owner, "env | grep -i key",
+                              "AWS_ACCESS_KEY_ID=AKIAIOSFODNN7EXAMPLE\nGITHUB_TOKEN=ghp_" + "a1B2" * 9),
+        "long": memory.bash(owner, "make 2>&1 | tee build.log", "\n".join(
+            "linker error: undefined reference to `zlib_inflate_fast` in libarchive.so" if n == LONG_LINE
+            else f"[{n}/600] CC src/module_{n}.o" for n in range(1, 601))),
+        "own": memory.tool(owner, "mcp__codeoid__recall", {"query": "exponential backoff"},
+                           "Retried the authentication test with exponential backoff"),
+    }
+    env_file = memory.project / ".env"
+    env_file.write_text("STRIPE_KEY=rk_live_zzz\n")
+    ids["excluded"] = memory.read(owner, env_file)
+    for n in range(8):
+        memory.bash(owner, f"git show HEAD~{n} --stat", f"commit {n}\n src/parser.py | {n + 3} ++-\n 1 file changed")
+    return ids
+
+
+def test_a_fresh_process_recalls_what_another_indexed_with_privacy_chunks_and_retraction(memory: Memory) -> None:
+    ids = fill(memory)
+    indexer = Indexer(memory.db, settings=IndexerSettings(batch_episodes=8))
+    assert indexer.catch_up() == queries.count_episodes(memory.db)
+    index = VectorIndex()
+    hits = all_hits(memory, index)
+    indexed = {hit.episode_id for hit in hits}
+    assert {ids["prompt"], ids["paraphrase"], ids["busy"], ids["secret"], ids["long"]} <= indexed
+    assert ids["own"] not in indexed and ids["excluded"] not in indexed
+    documents = "\n".join(hit.document for hit in hits)
+    assert "AKIAIOSFODNN7EXAMPLE" not in documents and "a1B2a1B2" not in documents
+    assert "[secret:aws-access-key]" in documents and "rk_live_zzz" not in documents
+    long_chunks = [hit for hit in hits if hit.episode_id == ids["long"]]
+    assert len(long_chunks) > 5 and max(hit.end_line for hit in long_chunks) == 600
+
+    # A later line of a long tool result is found through its own chunk.
+    found = index.query("undefined reference to zlib_inflate_fast", workspace_of(memory), n=1)[0]
+    assert found.episode_id == ids["long"] and found.start_line <= LONG_LINE <= found.end_line
+
+    # BM25 alone misses a paraphrase; fused recall, in another process, finds it.
+    workspace_id = queries.workspace_id_for(memory.db, str(memory.project))
+    lexical = [row["id"] for row in queries.search_bm25(memory.db, PARAPHRASE, workspace_id=workspace_id, limit=3)]
+    assert ids["paraphrase"] not in lexical
+    answer = subprocess.run([sys.executable, "-c", textwrap.dedent(f"""
+        import json
+        from codeoid import retrieval
+        from codeoid.store import db, queries
+        store = db.connect()
+        found = retrieval.recall_ranked(store, {PARAPHRASE!r}, workspace_id={workspace_id}, limit=3)
+        print(json.dumps({{"ids": [row["id"] for row in found.rows], "signals": found.signals,
+                          "fallback": found.fallback}}))
+    """)], capture_output=True, text=True, env=dict(os.environ), timeout=120)
+    assert answer.returncode == 0, answer.stderr
+    fused = json.loads(answer.stdout)
+    assert fused["signals"] == "BM25 + semantic" and fused["fallback"] is None
+    assert ids["paraphrase"] in fused["ids"]
+
+    # A retracted episode leaves the index at the next step.
+    memory.set_state(ids["paraphrase"], "retracted")
+    assert indexer.step() == 0
+    assert ids["paraphrase"] not in {hit.episode_id for hit in all_hits(memory, index)}
+    assert ids["paraphrase"] not in [row["id"] for row in retrieval.recall(
+        memory.db, PARAPHRASE, workspace_id=workspace_id, limit=3)]
+
+
+def test_kill_9_mid_batch_loses_and_duplicates_nothing(memory: Memory) -> None:
+    owner = memory.backing("b-many")
+    for n in range(32):
+        memory.bash(owner, f"pytest -k case_{n}", "\n".join(f"case_{n} step {k}: assertion about widget {k * n} "
+                                                             "held with margin" for k in range(30)))
+    chroma_server.ensure_server()
+    child = subprocess.Popen([sys.executable, "-c", textwrap.dedent("""
+        from codeoid.indexer import Indexer, IndexerSettings
+        from codeoid.store import db
+        Indexer(db.connect(), settings=IndexerSettings(batch_episodes=4)).catch_up()
+    """)], env=dict(os.environ), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+    def mid_batch() -> bool:
+        state = vector_progress.progress(memory.db)
+        return state.indexed_upto > 0 and state.claimed_upto > state.indexed_upto
+    assert wait_until(mid_batch, timeout=120), "the indexer made no progress"
+    os.kill(child.pid, signal.SIGKILL)
+    child.wait()
+    left = vector_progress.progress(memory.db)
+    assert 0 < left.indexed_upto < left.latest and left.claimed_by is not None
+
+    survivor = Indexer(memory.db, settings=IndexerSettings(batch_episodes=8, lease_seconds=0.1))
+    time.sleep(0.2)
+    survivor.catch_up()
+    assert vector_progress.progress(memory.db).indexed_upto == left.latest
+    expected = {f"{chunk.episode_id}:{chunk.number}" for row in memory.db.execute("SELECT id FROM episodes")
+                for chunk in survivor.chunks(_claimable(memory, row[0]))}
+    hits = all_hits(memory, VectorIndex())
+    assert len(hits) == len(expected) == VectorIndex().count(workspace_of(memory))
+    assert {f"{hit.episode_id}:{hit.chunk}" for hit in hits} == expected
+
+
+def _claimable(memory: Memory, episode_id: int) -> dict[str, Any]:
+    row = memory.db.execute("SELECT e.*, w.portable_id, w.key FROM episodes e JOIN workspaces w"
+                            " ON w.id = e.workspace_id WHERE e.id = ?", (episode_id,))
+    names = [column[0] for column in row.description]
+    return dict(zip(names, row.fetchone(), strict=True))
+
+
+def test_chroma_down_recall_says_bm25_only_and_indexing_catches_up_when_it_returns(memory: Memory,
+                                                                                 tmp_path: Path) -> None:
+    ids = fill(memory)
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+
+    # Through the real MCP server: the answer comes from BM25 and says so.
+    answer = call(memory, "recall", env={"CODEOID_VECTOR": "on", "CODEOID_CHROMA_URL": url,
+                                         "CODEOID_INDEX_RETRY_SECONDS": "60"}, query="database is locked")
+    assert not answer.is_error
+    assert episode_ids(answer.text)[0] == ids["busy"]
+    assert "(BM25, any word; archived included). BM25 only: the vector index is unreachable" in answer.text
+
+    stop = threading.Event()
+    indexer = Indexer(memory.db, index=VectorIndex(url=url),
+                      settings=IndexerSettings(poll_seconds=0.1, retry_seconds=0.2))
+    runner = threading.Thread(target=indexer.run, args=(stop,), daemon=True)
+    runner.start()
+    try:
+        time.sleep(1.0)
+        assert vector_progress.progress(memory.db).indexed_upto == 0
+        server = subprocess.Popen([os.path.join(os.path.dirname(sys.executable), "chroma"), "run", "--host",
+                                   "127.0.0.1", "--port", str(port), "--path", str(tmp_path / "chroma-manual")],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        try:
+            latest = vector_progress.progress(memory.db).latest
+            assert wait_until(lambda: vector_progress.progress(memory.db).indexed_upto == latest, timeout=90)
+            assert VectorIndex(url=url).count(workspace_of(memory)) > 0
+        finally:
+            server.terminate()
+            server.wait(timeout=15)
+    finally:
+        stop.set()
+        runner.join(timeout=30)
+
+
+def test_the_mcp_servers_background_indexer_makes_recall_semantic_within_seconds(memory: Memory) -> None:
+    ids = fill(memory)
+
+    async def session() -> tuple[str, str]:
+        params = StdioServerParameters(command=SERVER, cwd=str(memory.project),
+                                       env={"CODEOID_HOME": str(memory.home), "CODEOID_VECTOR": "on"})
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as client:
+            await client.initialize()
+            first = await client.call_tool("recall", {"query": PARAPHRASE})
+            deadline = time.monotonic() + 60
+            while vector_progress.progress(memory.db).indexed_upto < ids["excluded"] and time.monotonic() < deadline:
+                await anyio.sleep(0.2)
+            second = await client.call_tool("recall", {"query": PARAPHRASE})
+            return (getattr(first.content[0], "text", ""), getattr(second.content[0], "text", ""))
+
+    before, after = anyio.run(session)
+    assert "BM25 only: the vector index is still empty" in before
+    assert "(BM25 + semantic, any word; archived included)." in after
+    assert ids["paraphrase"] in episode_ids(after)
+    assert "best match lines 1-1" in after
