@@ -285,6 +285,9 @@ def _start(timeout: float) -> ServerInfo:
     env = dict(os.environ)
     if "CODEOID_HOME" in env:  # a relative one would mean something else from the watchdog's working dir
         env["CODEOID_HOME"] = paths.data_dir()
+    # Started from inside a `claude` window, it inherits that window's marker; this tells a rotation's sweep of the
+    # old window (codeoid.rotation.process_tree) that the shared server is not the window's to end.
+    env["CODEOID_DETACHED_SERVICE"] = "1"
     read_fd, write_fd = os.pipe()
     try:
         log = os.fdopen(paths.open_private(log_path, os.O_CREAT | os.O_WRONLY | os.O_APPEND), "ab")

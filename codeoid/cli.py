@@ -259,6 +259,55 @@ def reindex() -> None:
     click.echo(f"Indexed {total} episodes.")
 
 
+@cli.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@click.argument("claude_args", nargs=-1, type=click.UNPROCESSED)
+def run(claude_args: tuple[str, ...]) -> None:
+    """Run claude under the supervisor: rotate into a fresh window instead of compacting (all arguments go to
+    claude; thresholds: CODEOID_AUTO_ROTATE=1 for 90%, 97% always)."""
+    import shutil
+    from pathlib import Path
+
+    from codeoid.rotation import claude_args as args_module
+    from codeoid.rotation.config import ConfigError, load_config
+    from codeoid.rotation.routes import detect_wiring
+    from codeoid.rotation.supervisor import Supervisor
+
+    claude_bin = os.environ.get("CODEOID_CLAUDE_BIN") or shutil.which("claude")
+    if claude_bin is None:
+        raise click.ClickException("claude is not on PATH: install Claude Code (npm install -g "
+                                   "@anthropic-ai/claude-code) or set CODEOID_CLAUDE_BIN.")
+    try:
+        user = args_module.parse(list(claude_args))
+        config = load_config()
+        wiring = detect_wiring(user, Path.cwd().resolve())
+        supervisor = Supervisor(user, claude_bin=claude_bin, config=config, wiring=wiring, project_dir=os.getcwd())
+    except (args_module.ArgsError, ConfigError) as error:
+        raise click.ClickException(str(error)) from error
+    sys.exit(supervisor.run())
+
+
+@cli.command()
+@click.option("--session", "session_id", help="The codeoid session to rotate (default: the one running here).")
+def rotate(session_id: str | None) -> None:
+    """Rotate a running `codeoid run` session into a fresh window now, from another terminal."""
+    from codeoid.rotation.remote import NoSupervisor, request_rotation
+
+    try:
+        info = request_rotation(session=session_id, directory=os.getcwd())
+    except NoSupervisor as error:
+        raise click.ClickException(str(error)) from error
+    click.echo(f"Asked session {info.get('session_id')} to rotate; its fresh window waits for the next prompt.")
+
+
+@cli.command(hidden=True)
+@click.option("--chain", help="The user's own status line command, run first with the same input.")
+def statusline(chain: str | None) -> None:
+    """Claude Code's status line: occupancy and rotation counter (reads Claude Code's JSON on stdin)."""
+    from codeoid.rotation.statusline import run as render_status_line
+
+    sys.stdout.write(render_status_line(sys.stdin.buffer.read(), chain, os.environ))
+
+
 def _time(stamp: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(stamp))
 

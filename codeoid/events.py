@@ -6,11 +6,14 @@ stores whatever parts of it are valid. Each handler runs inside one write transa
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
+import time
 from collections.abc import Callable
 
 from codeoid import transcript
+from codeoid.rotation import handoff, notice, rundir, seed
 from codeoid.spool import SpooledEvent
 from codeoid.store import capture
 from codeoid.store.capture import Owner
@@ -20,9 +23,11 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-ENV_KEYS = ("CLAUDE_PID", "CLAUDE_PROJECT_DIR", "CODEOID_SESSION_ID", "CLAUDE_CODE_SESSION_ID")
+ENV_KEYS = ("CLAUDE_PID", "CLAUDE_PROJECT_DIR", "CODEOID_SESSION_ID", "CLAUDE_CODE_SESSION_ID", rundir.RUN_DIR_ENV)
 USER_SOURCES = (None, "user", "sdk")
 PENDING_PREFIX = "pending:"
+# A prompt is handed to the supervisor only while the user waits on it, never when replayed from the spool later.
+HANDOFF_MAX_AGE_SECONDS = 10.0
 
 Handler = Callable[[sqlite3.Connection, SpooledEvent], "str | None"]
 
@@ -77,7 +82,19 @@ def session_start(db: sqlite3.Connection, event: SpooledEvent) -> str | None:
         path = _str(event.payload, "transcript_path")
         keep = transcript.preserved_keys(transcript.read_records(path)) if path else None
         capture.apply_compaction(db, owner.backing_session_id, keep=keep or set(), now=event.received_at)
-    return None
+    return _deliver_waiting_seed(db, owner, event)
+
+
+def _deliver_waiting_seed(db: sqlite3.Connection, owner: Owner, event: SpooledEvent) -> str | None:
+    """A window started by `/rotate` has no prompt to carry its seed: the seed arrives as SessionStart context,
+    so the window waits for the user with the seed already in it."""
+    run_dir = rundir.from_env(event.env)
+    waiting = rundir.read(run_dir, rundir.SEED) if run_dir is not None else None
+    text = waiting.get("text") if waiting else None
+    if not waiting or waiting.get("backing_session_id") != owner.backing_session_id or not isinstance(text, str):
+        return None
+    capture.add_seed(db, owner, text=text, prompt_id=None, now=event.received_at)
+    return json.dumps({"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}})
 
 
 def _archive_previous_windows(db: sqlite3.Connection, owner: Owner, event: SpooledEvent) -> None:
@@ -95,13 +112,21 @@ def _archive_previous_windows(db: sqlite3.Connection, owner: Owner, event: Spool
 
 
 def user_prompt_submit(db: sqlite3.Connection, event: SpooledEvent) -> str | None:
+    if time.time() - event.received_at < HANDOFF_MAX_AGE_SECONDS:
+        answer = handoff.on_user_prompt(event.payload, event.env)
+        if answer is not None:
+            return answer  # the prompt is blocked here; a fresh window stores it when it is sent there
     owner = owner_of(db, event)
     sync_transcript(db, owner, event)
     source = _str(event.payload, "source")
+    prompt_id = _str(event.payload, "prompt_id")
+    seed_text, prompt = seed.split_seeded(_str(event.payload, "prompt") or "")
     capture.add_user_turn(
-        db, owner, prompt=_str(event.payload, "prompt") or "", prompt_id=_str(event.payload, "prompt_id"),
+        db, owner, prompt=prompt, prompt_id=prompt_id,
         origin="user" if source in USER_SOURCES else (source or "user"), now=event.received_at,
     )
+    if seed_text is not None:
+        capture.add_seed(db, owner, text=seed_text, prompt_id=prompt_id, now=event.received_at)
     return None
 
 
@@ -163,7 +188,7 @@ def pre_compact(db: sqlite3.Connection, event: SpooledEvent) -> str | None:
         db, owner.backing_session_id, trigger=_str(event.payload, "trigger"),
         custom_instructions=_str(event.payload, "custom_instructions"), now=event.received_at,
     )
-    return None
+    return notice.compaction_block(event.payload, event.env)
 
 
 def session_end(db: sqlite3.Connection, event: SpooledEvent) -> str | None:

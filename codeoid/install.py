@@ -38,6 +38,7 @@ from codeoid.hook_table import (
     HOOK_TABLE,
     MCP_EXECUTABLE,
     MCP_SERVER_NAME,
+    hook_command,
     hook_group,
     hook_handler,
     installed_executable,
@@ -47,6 +48,7 @@ from codeoid.hook_table import (
 )
 from codeoid.install_manifest import InstallRecord, KeyPath, load_records, manifest_path, save_records
 from codeoid.json_config import InstallError, back_up, load_object, write_atomic
+from codeoid.rotation.command import install_command, remove_command
 
 __all__ = ["InstallError", "Outcome", "Scope", "install", "uninstall"]
 
@@ -106,6 +108,8 @@ def install(
     settings = _Document(target.settings)
     _register_hooks(settings, hook_exe, codeoid_home)
     allow_added = _add_allow_rule(settings)
+    _add_status_line(settings, os.path.join(os.path.dirname(hook_exe), "codeoid"), codeoid_home)
+    commands_dir = _commands_dir(scope, files, project)
     state = _Document(files.global_state)
     _register_mcp_server(state, target.mcp_keys, mcp_exe, codeoid_home)
 
@@ -123,13 +127,17 @@ def install(
                 str(document.path): sorted(document.created_now() | _previously_created(previous, document.path))
                 for document in (settings, state)
             },
-            created_dirs=_merge_dirs(previous, _missing_dirs(settings.path.parent), _missing_dirs(state.path.parent)),
+            created_dirs=_merge_dirs(previous, _missing_dirs(settings.path.parent), _missing_dirs(state.path.parent),
+                                     _missing_dirs(commands_dir)),
         )
     )
     # The record goes first: if a write below fails, uninstall still knows what codeoid may have added.
     save_records(manifest, records)
     for document in (settings, state):
         document.save(outcome, may_delete=False)
+    command = install_command(commands_dir)
+    if command is not None:
+        outcome.written.append(command)
     if outcome.written:
         outcome.notes.append("Restart running Claude Code sessions: they read hooks and MCP servers at start-up.")
     return outcome
@@ -162,6 +170,9 @@ def uninstall(scope: Scope = "user", home: Path | None = None, project_dir: Path
         created = record.created_in(document.path) if record else set()
         document.prune(created)
         document.save(outcome, may_delete=FILE_ITSELF in created)
+    command = remove_command(_commands_dir(scope, files, project))
+    if command is not None:
+        outcome.removed.append(command)
     for directory in map(Path, record.created_dirs if record else []):
         _remove_if_empty(directory, outcome)
     save_records(manifest, records)
@@ -297,6 +308,20 @@ def _remove_allow_rule(settings: _Document) -> None:
     allow = settings.find(("permissions", "allow"))
     if isinstance(allow, list) and ALLOW_RULE in allow:
         allow.remove(ALLOW_RULE)
+
+
+def _add_status_line(settings: _Document, codeoid_exe: str, codeoid_home: str | None) -> None:
+    """Occupancy and the rotation counter under the prompt, but only where the user has no status line: theirs
+    is never replaced (under `codeoid run` the supervisor chains codeoid's after it instead)."""
+    if "statusLine" in settings.data:
+        return
+    command = hook_command(codeoid_exe, "statusline", codeoid_home)
+    settings.data["statusLine"] = {"type": "command", "command": command}
+
+
+def _commands_dir(scope: str, files: ClaudeFiles, project: Path) -> Path:
+    """Where Claude Code finds the scope's slash commands: `/rotate` goes there."""
+    return files.config_dir / "commands" if scope == "user" else project / ".claude" / "commands"
 
 
 def _remove_status_line(settings: _Document) -> None:

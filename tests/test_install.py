@@ -159,7 +159,9 @@ def test_files_absent_before_install_are_absent_after_uninstall(home: Path, bin_
     outcome = uninstall(home=home)
 
     assert list(home.iterdir()) == []
-    assert set(outcome.removed) == {home / ".claude" / "settings.json", home / ".claude.json", home / ".claude"}
+    commands = home / ".claude" / "commands"
+    assert set(outcome.removed) == {home / ".claude" / "settings.json", home / ".claude.json", home / ".claude",
+                                    commands / "rotate.md", commands}
     assert outcome.backups == []
 
 

@@ -107,6 +107,19 @@ def add_user_turn(
     )
 
 
+def add_seed(db: sqlite3.Connection, owner: Owner, *, text: str, prompt_id: str | None, now: float) -> int | None:
+    """Store a rotation seed in the turn it opened, marked as a seed: it is codeoid's text (a copy of stored
+    history), kept for the record but never recalled. None when this seed was stored already."""
+    key = f"seed:{prompt_id or owner.backing_session_id}"
+    if db.execute("SELECT 1 FROM episodes WHERE kind = 'user' AND prompt_id = ?", (key,)).fetchone():
+        return None
+    text = render.clean_text(text)
+    return _insert(
+        db, owner, turn=current_turn(db, owner), kind="user", prompt_id=key, text=text, origin="seed",
+        summary=render.text_summary("rotation seed", text), now=now,
+    )
+
+
 def add_tool_call(
     db: sqlite3.Connection,
     owner: Owner,

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 import uuid
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
@@ -121,6 +122,7 @@ class RecordedRequest:
     headers: dict[str, str]
     body: Any
     kind: RequestKind
+    received_at: float = field(default_factory=time.time)
 
     @property
     def messages(self) -> list[dict[str, Any]]:

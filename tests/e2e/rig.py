@@ -22,6 +22,7 @@ from typing import Any
 import psutil
 
 from .fake_anthropic import FakeAnthropic, RecordedRequest
+from .tui import Terminal, wait_until
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_MODEL = "claude-sonnet-4-5"
@@ -131,6 +132,7 @@ class ClaudeRig:
         for path in (self.home, self.project, self.codeoid_home, self.tmp):
             path.mkdir(parents=True, exist_ok=True)
         self.marker = uuid.uuid4().hex
+        self._terminals: list[Terminal] = []
         self.env = self._build_env()
         self._write_claude_json()
         self._init_project()
@@ -276,6 +278,53 @@ class ClaudeRig:
             requests=self.api.requests[first_request:],
         )
 
+    def supervise(self, *claude_args: str, model: str | None = DEFAULT_MODEL, env: Mapping[str, str] | None = None,
+                  rows: int = 40, cols: int = 120) -> Terminal:
+        """Start `codeoid run [--model MODEL] CLAUDE_ARGS` interactively on a pseudo-terminal in the project.
+
+        The returned `Terminal` is the user's keyboard and screen; `close()` it (the rig's own `close` also ends
+        every process it started). `model=None` leaves Claude Code's default model.
+        """
+        codeoid = str(Path(sys.executable).parent / "codeoid")
+        argv = [codeoid, "run", *(["--model", model] if model else []), *claude_args]
+        terminal = Terminal(argv, env={**self.env, "CODEOID_CLAUDE_BIN": self.claude_bin, **(env or {})},
+                            cwd=str(self.project), rows=rows, cols=cols)
+        self._terminals.append(terminal)
+        return terminal
+
+    def supervisor_state(self) -> dict[str, Any] | None:
+        """The running supervisor's `state.json` (what hooks and the status line read), if there is one."""
+        for path in sorted((self.codeoid_home / "run").glob("*/state.json")):
+            try:
+                return dict(json.loads(path.read_text()))
+            except (OSError, ValueError):
+                continue
+        return None
+
+    def wait_for_state(self, predicate: Any, *, timeout: float = 30) -> dict[str, Any]:
+        """Wait until the supervisor's state satisfies `predicate(state)`; returns that state."""
+        def matching() -> dict[str, Any] | None:
+            state = self.supervisor_state()
+            return state if state is not None and predicate(state) else None
+
+        found = wait_until(matching, timeout=timeout,
+                           message=lambda: f"supervisor state; the last one was {self.supervisor_state()}")
+        assert isinstance(found, dict)
+        return found
+
+    def own_processes(self, name: str | None = None) -> list[psutil.Process]:
+        """Running processes this rig started (they carry its marker), optionally only those named `name`."""
+        found = []
+        for process in psutil.process_iter():
+            try:
+                if process.environ().get(RIG_MARKER_VAR) != self.marker or process.status() == psutil.STATUS_ZOMBIE:
+                    continue
+                if name is None or process.name() == name:
+                    found.append(process)
+            except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+                continue
+        return found
+
     def kill_own_processes(self) -> None:
         """Kill every process that carries this rig's marker in its environment.
 
@@ -292,6 +341,8 @@ class ClaudeRig:
 
     def close(self) -> None:
         """End of test: nothing a run started may outlive it."""
+        for terminal in self._terminals:
+            terminal.close()
         self.kill_own_processes()
 
     # -- reading Claude Code's own files ---------------------------------------------------------------

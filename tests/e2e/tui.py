@@ -1,0 +1,180 @@
+"""Driving an interactive terminal program (the `claude` TUI, or `codeoid run` around it) under a pseudo-terminal.
+
+A test types into the program as a person would and waits for what appears on the screen. The screen is not
+emulated: everything the program wrote is kept, and `screen_text` is that output with the escape sequences
+removed, which is enough to wait for a word to appear. Output is read continuously by a thread, so the
+program never blocks on a full PTY buffer while the test waits for something else (an API request, a file).
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+import re
+import signal
+import struct
+import termios
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+
+# CSI, OSC (ended by BEL or ST) and two-byte escapes: enough to turn the TUI's output into searchable text.
+_WHITESPACE = re.compile(r"\s+")
+_ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]|[\x00-\x08\x0e-\x1f]")
+
+
+class TerminalTimeout(AssertionError):
+    """What the test waited for did not appear in time; the message carries the screen's tail."""
+
+
+class Terminal:
+    """One program running on a fresh pseudo-terminal of a given size."""
+
+    def __init__(self, argv: Sequence[str], *, env: Mapping[str, str], cwd: str, rows: int = 40,
+                 cols: int = 120) -> None:
+        self.argv = list(argv)
+        pid, fd = os.forkpty()
+        if pid == 0:  # the child: become the program, or say why not
+            try:
+                os.chdir(cwd)
+                os.execvpe(self.argv[0], self.argv, dict(env))
+            except BaseException as error:  # noqa: BLE001 - the child must never return into pytest
+                os.write(2, f"exec {self.argv[0]} failed: {error}\n".encode())
+            os._exit(127)
+        self.pid = pid
+        self.fd = fd
+        self.resize(rows, cols)
+        self._output = bytearray()
+        self._lock = threading.Lock()
+        self._exit_status: int | None = None
+        self._reader = threading.Thread(target=self._read_forever, daemon=True)
+        self._reader.start()
+
+    # -- output ----------------------------------------------------------------------------------------
+
+    def _read_forever(self) -> None:
+        while True:
+            try:
+                chunk = os.read(self.fd, 65536)
+            except OSError as error:
+                if error.errno == errno.EINTR:
+                    continue
+                break  # EIO: every process holding the slave side has exited
+            if not chunk:
+                break
+            with self._lock:
+                self._output.extend(chunk)
+
+    @property
+    def output(self) -> bytes:
+        with self._lock:
+            return bytes(self._output)
+
+    def mark(self) -> int:
+        """A position in the output; `wait_for(..., since=mark)` only looks at what came after it."""
+        with self._lock:
+            return len(self._output)
+
+    def screen_text(self, since: int = 0) -> str:
+        """Everything written since `since`, escape sequences removed (cursor moves become nothing)."""
+        return _ESCAPES.sub("", self.output[since:].decode("utf-8", "replace"))
+
+    def wait_for(self, pattern: str | re.Pattern[str], *, timeout: float = 30, since: int = 0) -> re.Match[str]:
+        """Wait until `pattern` appears in the screen text.
+
+        A literal string is matched with all whitespace ignored on both sides, because the TUI positions words
+        with cursor moves rather than spaces; a compiled regex is matched against the text as it is.
+        """
+        if isinstance(pattern, re.Pattern):
+            regex, squeeze = pattern, False
+        else:
+            regex, squeeze = re.compile(re.escape(_WHITESPACE.sub("", pattern))), True
+        deadline = time.monotonic() + timeout
+        while True:
+            text = self.screen_text(since)
+            found = regex.search(_WHITESPACE.sub("", text) if squeeze else text)
+            if found:
+                return found
+            if time.monotonic() > deadline:
+                raise TerminalTimeout(f"{regex.pattern!r} did not appear within {timeout}s; screen tail:\n"
+                                      f"{self.screen_text(since)[-3000:]}")
+            if not self.alive() and not self._reader.is_alive():
+                raise TerminalTimeout(f"{regex.pattern!r}: the program exited ({self._exit_status}); screen tail:\n"
+                                      f"{self.screen_text(since)[-3000:]}")
+            time.sleep(0.05)
+
+    # -- input -----------------------------------------------------------------------------------------
+
+    def write(self, data: str | bytes) -> None:
+        payload = data.encode() if isinstance(data, str) else data
+        while payload:
+            written = os.write(self.fd, payload)
+            payload = payload[written:]
+
+    def type_line(self, text: str, *, settle: float = 0.3) -> None:
+        """Type `text`, let the TUI take it in, then press Enter (a separate keystroke, not part of a paste)."""
+        self.write(text)
+        time.sleep(settle)
+        self.write("\r")
+
+    def resize(self, rows: int, cols: int) -> None:
+        """Set the terminal size; the kernel sends SIGWINCH to the foreground process group."""
+        fcntl.ioctl(self.fd, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+
+    # -- lifetime --------------------------------------------------------------------------------------
+
+    def alive(self) -> bool:
+        if self._exit_status is not None:
+            return False
+        try:
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+        except ChildProcessError:
+            return False
+        if pid == 0:
+            return True
+        self._exit_status = os.waitstatus_to_exitcode(status)
+        return False
+
+    def wait_exit(self, timeout: float = 30) -> int:
+        """The program's exit code (negative: killed by that signal)."""
+        deadline = time.monotonic() + timeout
+        while self.alive():
+            if time.monotonic() > deadline:
+                raise TerminalTimeout(f"the program did not exit within {timeout}s; screen tail:\n"
+                                      f"{self.screen_text()[-3000:]}")
+            time.sleep(0.05)
+        assert self._exit_status is not None
+        return self._exit_status
+
+    def signal(self, signum: int) -> None:
+        if self.alive():
+            os.kill(self.pid, signum)
+
+    def close(self) -> None:
+        """Stop the program if it still runs and release the PTY."""
+        if self.alive():
+            self.signal(signal.SIGTERM)
+            try:
+                self.wait_exit(10)
+            except TerminalTimeout:
+                self.signal(signal.SIGKILL)
+                self.wait_exit(5)
+        try:
+            os.close(self.fd)
+        except OSError:
+            pass
+
+
+def wait_until(condition: Callable[[], object], *, timeout: float = 30, interval: float = 0.1,
+               message: str | Callable[[], str] = "condition") -> object:
+    """Poll `condition` until it returns something truthy; that value is returned."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            text = message() if callable(message) else message
+            raise TerminalTimeout(f"timed out after {timeout}s waiting for {text}")
+        time.sleep(interval)
