@@ -12,11 +12,12 @@ import sqlite3
 import time
 from collections.abc import Callable
 
-from codeoid import transcript
+from codeoid import bash_wrapper, transcript
 from codeoid.rotation import handoff, notice, rundir, seed
 from codeoid.spool import SpooledEvent
 from codeoid.store import capture
 from codeoid.store.capture import Owner
+from codeoid.store.raw import raw_output_id_for
 from codeoid.workspace import identify
 
 TYPE_CHECKING = False
@@ -137,17 +138,30 @@ def post_tool_use(db: sqlite3.Connection, event: SpooledEvent) -> str | None:
     error = payload.get("error") if failed else None
     if failed and not isinstance(error, str):
         error = "" if error is None else capture.render.to_json(error)
+    tool_name = _str(payload, "tool_name") or "unknown"
+    tool_use_id = _str(payload, "tool_use_id")
+    tool_input = _dict(payload, "tool_input")
+    original = _unwrapped(tool_input, tool_use_id) if tool_name == "Bash" else None
     capture.add_tool_call(
         db, owner,
-        tool_name=_str(payload, "tool_name") or "unknown",
-        tool_use_id=_str(payload, "tool_use_id"),
-        tool_input=_dict(payload, "tool_input"),
+        tool_name=tool_name,
+        tool_use_id=tool_use_id,
+        tool_input=tool_input,
         response=None if failed else payload.get("tool_response"),
         error=error,
         agent_id=_str(payload, "agent_id"),
         now=event.received_at,
+        original_command=original.command if original else None,
+        raw_output_id=raw_output_id_for(original.tool_use_id) if original else None,
     )
     return None
+
+
+def _unwrapped(tool_input: dict[str, Any], tool_use_id: str | None) -> bash_wrapper.Unwrapped | None:
+    """The command the model asked for, read back from the rewrite's wrapper (PostToolUse sees what ran)."""
+    command = tool_input.get("command")
+    found = bash_wrapper.unwrap(command) if isinstance(command, str) else None
+    return found if found is not None and found.tool_use_id == tool_use_id else None
 
 
 def stop(db: sqlite3.Connection, event: SpooledEvent) -> str | None:

@@ -36,6 +36,9 @@ class HookRegistration:
 HOOK_TABLE: tuple[HookRegistration, ...] = (
     HookRegistration("SessionStart", None, 10),
     HookRegistration("UserPromptSubmit", None, 10),
+    # The Bash rewrite never touches the store; past a few seconds something is wrong, and on a timeout
+    # Claude Code runs the command as it was.
+    HookRegistration("PreToolUse", "Bash", 5),
     HookRegistration("PostToolUse", "*", 10),
     HookRegistration("PostToolUseFailure", "*", 10),
     HookRegistration("Stop", None, 10),

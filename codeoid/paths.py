@@ -63,6 +63,11 @@ def spool_dir() -> str:
     return subdir("spool")
 
 
+def cache_dir() -> str:
+    """Derived files rebuilt on demand (compiled rule sets, the bash version check): safe to delete."""
+    return subdir("cache")
+
+
 def quarantine_dir() -> str:
     """Where corrupt databases and unreadable hook inputs are moved: kept, never deleted."""
     return subdir("quarantine")

@@ -29,10 +29,16 @@ from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 
 from codeoid import ingest
-from codeoid.hook_table import HOOK_EXECUTABLE
+from codeoid.hook_table import HOOK_EXECUTABLE, hook_command, installed_executable
 from codeoid.log import log
 from codeoid.rotation import rundir, terminal
-from codeoid.rotation.claude_args import ClaudeArgs, backing_argv, picks_conversation, user_settings_layer
+from codeoid.rotation.claude_args import (
+    ClaudeArgs,
+    backing_argv,
+    merge_settings,
+    picks_conversation,
+    user_settings_layer,
+)
 from codeoid.rotation.config import RotationConfig
 from codeoid.rotation.occupancy import TranscriptSensor, fallback_window
 from codeoid.rotation.process_tree import Ending, hooks_running
@@ -105,6 +111,7 @@ class Supervisor:
         self.settings = dict(wiring.settings)
         chained = user_status_line(user_settings_layer(user), Path(self.project_dir), home or Path.home())
         self.settings["statusLine"] = status_line_setting(chained)
+        self.settings = merge_settings(self.settings, finish_turn_hooks())
         self.run_dir = rundir.create(uuid.uuid4().hex)
         self.rotation_count = 0
         self.phase = "starting"
@@ -566,3 +573,16 @@ def _shell_code(exit_code: int | None) -> int:
     if exit_code is None:
         return 0
     return 128 - exit_code if exit_code < 0 else exit_code
+
+
+def finish_turn_hooks() -> dict[str, Any]:
+    """PreToolUse for every tool but Bash, for this supervisor's windows only.
+
+    The installed PreToolUse hook matches Bash alone (it rewrites there, and other tools should not pay for a
+    process each). Under the supervisor every other tool gets it too, so a turn that fills the window with Reads
+    or Greps is still asked to finish at the hard threshold (`codeoid.rotation.notice`).
+    """
+    home = os.environ.get("CODEOID_HOME") or None
+    command = hook_command(installed_executable(HOOK_EXECUTABLE), "PreToolUse", home)
+    handler = {"type": "command", "command": command, "timeout": 5}
+    return {"hooks": {"PreToolUse": [{"matcher": "^(?!Bash$)", "hooks": [handler]}]}}

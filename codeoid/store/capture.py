@@ -145,17 +145,33 @@ def add_tool_call(
         exit_status = 0
     command = tool_input.get("command") if tool_name == "Bash" else None
     command = render.clean_text(command) if isinstance(command, str) else None
+    original = render.clean_text(original_command) if original_command else command
+    if raw_output_id is not None:
+        raw_output_id = complete_raw_output(db, raw_output_id, owner, exit_status=exit_status)
     return _insert(
         db, owner, turn=current_turn(db, owner), kind="tool", tool_name=tool_name, tool_use_id=key,
-        input=render.to_json(tool_input), command=command,
-        original_command=render.clean_text(original_command) if original_command else command,
+        input=render.to_json(tool_input), command=command, original_command=original,
         text=text, response=None if response is None else render.to_json(render.response_without_text(response, text)),
         is_error=int(is_error), exit_status=exit_status,
         paths=render.to_json(render.touched_paths(tool_input)), agent_id=agent_id,
         origin="codeoid" if _is_codeoid_tool(tool_name) else "user",
-        summary=render.tool_summary(tool_name, tool_input, text, exit_status, is_error),
+        summary=render.tool_summary(tool_name, {**tool_input, "command": original} if original else tool_input,
+                                    text, exit_status, is_error),
         raw_output_id=raw_output_id, now=now,
     )
+
+
+def complete_raw_output(db: sqlite3.Connection, raw_output_id: str, owner: Owner, *,
+                        exit_status: int | None) -> str | None:
+    """Fill in what only the tool result knows (the exit status the compressor could not see from inside the
+    pipe, the session) and return the id; None when no such raw output was archived (a small output, or a
+    store that was unavailable to the compressor), so the episode links to nothing."""
+    cursor = db.execute(
+        "UPDATE raw_outputs SET exit_status = coalesce(exit_status, ?), session_id = coalesce(session_id, ?),"
+        " workspace_id = coalesce(workspace_id, ?) WHERE id = ?",
+        (exit_status, owner.session_id, owner.workspace_id, raw_output_id),
+    )
+    return raw_output_id if cursor.rowcount else None
 
 
 def add_assistant_message(

@@ -273,3 +273,23 @@ def test_native_auto_compaction_waits_for_the_hard_threshold_as_a_last_resort(ri
     assert store(rig, "SELECT count(*) FROM rotations") == [(0,)]
     notes = store(rig, "SELECT trigger, applied_at IS NOT NULL FROM compactions ORDER BY id")
     assert notes[0] == ("auto", 0) and notes[-1] == ("auto", 1)  # held back at 96.8%, then let through
+
+
+@pytest.mark.e2e
+def test_a_turn_that_fills_the_window_is_asked_to_finish_even_on_non_bash_tools(rig: ClaudeRig) -> None:
+    rig.install_codeoid()
+    notes = rig.project / "notes.txt"
+    notes.write_text("a note\n")
+    term = rig.supervise()
+    ready(rig, term)
+    wait = bash("sleep 2")
+    read = ToolUse(name="Read", input={"file_path": str(notes)})
+    fill = Usage(input_tokens=2_000, cache_creation=1_000, cache_read=193_000)
+    rig.api.add(Reply([Text("working"), wait], usage=fill), Reply([read], usage=fill))
+    turn(rig, term, "one long turn", filled("done with the long turn", 196_500))
+
+    after_read = next(request for request in rig.api.main_requests
+                      if any(result.tool_use_id == read.id for result in request.tool_results))
+    last = json.dumps(after_read.messages[-1])
+    assert "PreToolUse:Read hook additional context" in last and "Finish the current turn now" in last
+    assert "98% full" in last

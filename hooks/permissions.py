@@ -1,0 +1,273 @@
+"""May the rewrite say `allow`? Only where Claude Code would already run the original command without asking.
+
+A PreToolUse `allow` skips Claude Code's own judgement of the rewritten command, so it could run a command the
+user never allowed (protocol notes §9a). The rewrite therefore says `allow` only when one of these holds, and
+otherwise leaves the command untouched:
+
+- the permission mode is `bypassPermissions` and no deny or ask rule could apply to any part of the command;
+- the mode is `default`, `acceptEdits` or `dontAsk`, every simple command is matched by one of the user's own
+  allow rules, and no deny or ask rule could apply to any part of the command.
+
+Each half is judged in the direction that cannot widen: an allow rule counts only when it certainly matches (exact
+text, `prefix:*`, a trailing `*` or ` *`; any other wildcard is not trusted), a deny or ask rule counts whenever it
+might match (its first word appears anywhere in the command, or a command word is computed). Rules come from every
+layer Claude Code reads (managed, user, project, local, and a `--settings` layer read off the `claude` process's
+command line). Anything that cannot be read with certainty (a settings file that is not valid JSON, a
+`--disallowedTools` flag, a `claude` process whose arguments cannot be seen, the Bash sandbox switched on) means
+no rewrite.
+
+What is deliberately not modelled, so those commands are simply not rewritten: Claude Code's built-in approval of
+read-only commands, `plan` and `auto` modes, permissions granted for the session only, and server-managed policy.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Mapping
+from typing import Any, NamedTuple
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from codeoid.hooks.shell_facts import ShellFacts
+
+# Modes in which Claude Code's allow rules decide Bash (acceptEdits widens file edits, not Bash commands).
+RULE_MODES = frozenset({"default", "acceptEdits", "dontAsk"})
+# Programs never auto-allowed by the rewrite, whatever the rules say: Claude Code may apply checks of its own to
+# them (paths outside the project, privilege changes), and none of them is worth compressing.
+NEVER_ALLOWED = frozenset({
+    "sudo", "su", "doas", "rm", "rmdir", "dd", "shred", "truncate", "mkfs", "chmod", "chown", "chgrp", "kill",
+    "pkill", "killall", "reboot", "shutdown", "cd", "pushd", "popd",
+})
+_MANAGED_PATHS = ("/etc/claude-code/managed-settings.json",
+                  "/Library/Application Support/ClaudeCode/managed-settings.json")
+_MANAGED_DROPINS = "/etc/claude-code/managed-settings.d"
+_SETTINGS_FLAGS = ("--settings",)
+_SOURCES_FLAGS = ("--setting-sources",)
+_UNREADABLE_FLAGS = ("--disallowedTools", "--disallowed-tools")
+
+
+class Rules(NamedTuple):
+    """The Bash rules in force: each is the text inside `Bash(...)`, or `*` for a bare `Bash`."""
+
+    allow: tuple[str, ...]
+    deny: tuple[str, ...]
+    ask: tuple[str, ...]
+
+
+class Unsure(Exception):
+    """Something that decides permissions could not be read; the rewrite must step aside."""
+
+
+def could_allow(mode: object, rules: Rules) -> bool:
+    """Whether any command at all could be allowed: a cheap answer before the command is parsed."""
+    return mode == "bypassPermissions" or (mode in RULE_MODES and bool(rules.allow))
+
+
+def may_allow(command: str, facts: ShellFacts, mode: object, rules: Rules) -> bool:
+    """Whether Claude Code would run `command` unasked under `mode` and `rules` (see the module docstring)."""
+    if _deny_or_ask_may_apply(command, facts, rules):
+        return False
+    if mode == "bypassPermissions":
+        return True
+    if mode not in RULE_MODES or facts.simple_commands is None or not facts.simple_commands:
+        return False
+    if any(os.path.basename(name) in NEVER_ALLOWED for name in facts.command_names):
+        return False
+    return all(any(allow_rule_matches(rule, text.strip()) for rule in rules.allow) for text in facts.simple_commands)
+
+
+def allow_rule_matches(rule: str, text: str) -> bool:
+    """Whether `Bash(rule)` certainly matches one simple command's text (never more than Claude Code would).
+
+    Trusted forms: `*`; exact text; `prefix:*` (the prefix alone or followed by a space); `prefix *` (followed
+    by a space and more); `prefix*` (plain text prefix). A wildcard anywhere else is not trusted, nor any match
+    on text that spans lines (whether Claude Code's wildcard crosses a newline is not known).
+    """
+    if "\n" in text or "\r" in text:
+        return False
+    if rule == "*":
+        return True
+    if "*" not in rule:
+        return text == rule
+    if "*" in rule[:-1]:
+        return False
+    if rule.endswith(":*"):
+        prefix = rule[:-2]
+        return text == prefix or text.startswith(prefix + " ")
+    prefix = rule[:-1]
+    if prefix.endswith(" "):
+        return text.startswith(prefix) and len(text) > len(prefix)
+    return text.startswith(prefix)
+
+
+def _deny_or_ask_may_apply(command: str, facts: ShellFacts, rules: Rules) -> bool:
+    blocking = rules.deny + rules.ask
+    if not blocking:
+        return False
+    if facts.computed_command or not facts.understood:
+        return True
+    names = {os.path.basename(name) for name in facts.command_names} | set(facts.command_names)
+    for rule in blocking:
+        head = rule.split("*", 1)[0].removesuffix(":").split()
+        if not head:
+            return True
+        word = head[0]
+        if word in names or os.path.basename(word) in names:
+            return True
+        if re.search(rf"(?<![\w-]){re.escape(word)}(?![\w-])", command):
+            return True
+    return False
+
+
+def load_rules(project_dir: str, env: Mapping[str, str]) -> Rules:
+    """Every Bash rule of every settings layer Claude Code reads for this session; raises Unsure."""
+    flags = claude_flags(env)
+    sources = _setting_sources(flags)
+    allow: list[str] = []
+    deny: list[str] = []
+    ask: list[str] = []
+    managed = [path for path in _MANAGED_PATHS if os.path.exists(path)]
+    if os.path.isdir(_MANAGED_DROPINS):
+        managed += sorted(os.path.join(_MANAGED_DROPINS, name) for name in os.listdir(_MANAGED_DROPINS)
+                          if name.endswith(".json"))
+    managed_only = False
+    layers: list[tuple[str, dict[str, Any]]] = []
+    for path in managed:
+        settings = _read_settings(path)
+        if settings is not None:
+            layers.append(("managed", settings))
+            permissions = settings.get("permissions")
+            managed_only = managed_only or (isinstance(permissions, dict)
+                                            and permissions.get("allowManagedPermissionRulesOnly") is True)
+            managed_only = managed_only or settings.get("allowManagedPermissionRulesOnly") is True
+    config_dir = env.get("CLAUDE_CONFIG_DIR") or os.path.join(os.path.expanduser("~"), ".claude")
+    for source, path in (("user", os.path.join(config_dir, "settings.json")),
+                         ("project", os.path.join(project_dir, ".claude", "settings.json")),
+                         ("local", os.path.join(project_dir, ".claude", "settings.local.json"))):
+        settings = _read_settings(path)
+        if settings is not None:
+            layers.append((source, settings))
+    for value in flags.get("--settings", []):
+        layers.append(("flag", _settings_flag(value, env)))
+    for source, settings in layers:
+        sandbox = settings.get("sandbox")
+        if isinstance(sandbox, dict) and sandbox.get("enabled"):
+            # Sandbox exclusions are matched against the command text too; the wrapper would not match them.
+            raise Unsure(f"{source} settings: the Bash sandbox is on")
+        permissions = settings.get("permissions", {})
+        if not isinstance(permissions, dict):
+            raise Unsure(f"{source} settings: permissions is not an object")
+        counts_for_allow = (not managed_only or source == "managed") and (
+            sources is None or source in ("managed", "flag") or source in sources)
+        if counts_for_allow:
+            allow.extend(_bash_rules(permissions.get("allow"), source))
+        deny.extend(_bash_rules(permissions.get("deny"), source))
+        ask.extend(_bash_rules(permissions.get("ask"), source))
+    return Rules(tuple(allow), tuple(deny), tuple(ask))
+
+
+def _bash_rules(entries: object, source: str) -> list[str]:
+    """The Bash rule bodies in one list; rules of other tools are not about Bash commands and are skipped."""
+    if entries is None:
+        return []
+    if not isinstance(entries, list) or not all(isinstance(entry, str) for entry in entries):
+        raise Unsure(f"{source} settings: a permission list is not a list of strings")
+    rules = []
+    for entry in entries:
+        entry = entry.strip()
+        if entry == "Bash":
+            rules.append("*")
+        elif entry.startswith("Bash(") and entry.endswith(")"):
+            rules.append(entry[5:-1].strip() or "*")
+        elif entry.startswith("Bash"):
+            raise Unsure(f"{source} settings: unreadable Bash rule {entry!r}")
+    return rules
+
+
+def _read_settings(path: str) -> dict[str, Any] | None:
+    """A settings file's object, None when it does not exist; raises Unsure when it exists but is not JSON."""
+    try:
+        with open(path, "rb") as file:
+            data = file.read()
+    except FileNotFoundError:
+        return None
+    except OSError as error:
+        raise Unsure(f"{path}: {error}") from None
+    try:
+        settings = json.loads(data)
+    except ValueError:
+        raise Unsure(f"{path}: not valid JSON") from None
+    if not isinstance(settings, dict):
+        raise Unsure(f"{path}: not a JSON object")
+    return settings
+
+
+def _settings_flag(value: str, env: Mapping[str, str]) -> dict[str, Any]:
+    """A `--settings` value: inline JSON, or a file path relative to the `claude` process's directory."""
+    if value.lstrip().startswith("{"):
+        try:
+            settings = json.loads(value)
+        except ValueError:
+            raise Unsure("--settings: not valid JSON") from None
+        if not isinstance(settings, dict):
+            raise Unsure("--settings: not a JSON object")
+        return settings
+    base = _claude_cwd(env)
+    path = value if os.path.isabs(value) else os.path.join(base, value)
+    settings = _read_settings(path)
+    if settings is None:
+        raise Unsure(f"--settings {value}: no such file")
+    return settings
+
+
+def _setting_sources(flags: dict[str, list[str]]) -> set[str] | None:
+    values = flags.get("--setting-sources")
+    if values is None:
+        return None
+    return {part.strip() for value in values for part in value.split(",") if part.strip()}
+
+
+def claude_flags(env: Mapping[str, str]) -> dict[str, list[str]]:
+    """The permission-relevant flags the `claude` process was started with (only `--settings` and
+    `--setting-sources` values are kept); raises Unsure when its arguments cannot be read or cannot be trusted."""
+    arguments = _claude_arguments(env)
+    flags: dict[str, list[str]] = {}
+    index = 0
+    while index < len(arguments):
+        argument = arguments[index]
+        name, equals, inline = argument.partition("=")
+        if name in _UNREADABLE_FLAGS:
+            raise Unsure(f"claude was started with {name}, whose rules the rewrite does not read")
+        if name in _SETTINGS_FLAGS + _SOURCES_FLAGS:
+            if equals:
+                flags.setdefault(name, []).append(inline)
+            elif index + 1 < len(arguments):
+                flags.setdefault(name, []).append(arguments[index + 1])
+                index += 1
+            else:
+                raise Unsure(f"{name} without a value")
+        index += 1
+    return flags
+
+
+def _claude_arguments(env: Mapping[str, str]) -> list[str]:
+    pid = env.get("CLAUDE_PID", "")
+    if not pid.isdigit():
+        raise Unsure("CLAUDE_PID is not set: the flags claude was started with cannot be seen")
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as file:
+            raw = file.read()
+    except OSError:
+        raise Unsure(f"cannot read the arguments of claude (pid {pid})") from None
+    if not raw:
+        raise Unsure(f"claude (pid {pid}) shows no arguments (exiting, or not yet started)")
+    return [part.decode("utf-8", "surrogateescape") for part in raw.split(b"\0")[1:] if part]
+
+
+def _claude_cwd(env: Mapping[str, str]) -> str:
+    try:
+        return os.readlink(f"/proc/{env.get('CLAUDE_PID', '')}/cwd")
+    except OSError:
+        raise Unsure("cannot find the directory claude was started in") from None

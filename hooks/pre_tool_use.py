@@ -1,0 +1,149 @@
+"""PreToolUse on Bash: run the command through `codeoid-compress` where a rule applies and it is safe.
+
+The answer is either nothing (Claude Code runs the command untouched, judged by its own rules) or `allow` with
+`updatedInput` holding the wrapper (`codeoid.bash_wrapper`) and every other input field echoed. It is `allow` or
+nothing because a rewrite without a decision would make Claude Code judge, and show the user, the wrapper text
+instead of the command; `allow` is given only where the original was already allowed (`permissions`).
+
+This runs before every Bash call, so it is kept light: no store, no rule files (the rule loader reads its
+precompiled cache), no subprocess (but one `bash -c` per new bash binary, remembered). The permission rules are
+read first: when they cannot allow anything (no Bash allow rule, an unsupported mode), the hook answers before
+importing the parser and the rule engine, which are most of its cost.
+
+Stepping aside is always safe, so every doubt is a reason to: a background run, a command the parser does not
+fully understand, stdout already redirected, a command already wrapped, builtins that change the shell around
+the wrapper (`exec`, `trap`, `wait`, `eval`, `source`, `alias`, `shopt`, `set -x`...), interactive or
+long-running programs, and commands no rule would compress anyway.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from codeoid import bash_wrapper, paths
+from codeoid.hook_table import installed_executable
+from codeoid.hooks import bash_shell, permissions
+from codeoid.log import log
+from codeoid.rotation.notice import finish_turn_notice
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from codeoid.hooks.shell_facts import ShellFacts
+
+# Past this the wrapper (which carries the command twice) nears the kernel's limit on one argument.
+MAX_COMMAND_CHARS = 32_000
+# Builtins that act on the shell around the wrapper: its descriptors, traps, jobs, or how the rest is parsed.
+STEP_ASIDE_BUILTINS = frozenset({
+    "exec", "trap", "wait", "eval", "source", ".", "alias", "unalias", "shopt", "enable", "coproc", "disown",
+    "jobs", "fg", "bg", "suspend", "logout", "kill",
+})
+# Words the wrapper itself runs: a function of that name in the command would replace them.
+WRAPPER_WORDS = frozenset({"builtin", "command", "cat", "exec", "trap", "wait", "return"})
+# `set` options that keep the shell's output and parsing as they are (`-x` and `-v` would trace the wrapper).
+QUIET_SET_OPTIONS = frozenset({"errexit", "nounset", "pipefail", "noclobber", "noglob"})
+INTERACTIVE = frozenset({
+    "less", "more", "most", "vi", "vim", "nvim", "view", "nano", "pico", "emacs", "top", "htop", "btop", "watch",
+    "ssh", "telnet", "ftp", "sftp", "nc", "ncat", "socat", "tmux", "screen", "man", "yes",
+})
+_FOLLOWS = re.compile(r"(?<!\S)(?:--watch(?:All|-all)?|--follow|--looponfail|--serve)(?:=\S*)?(?!\S)")
+_TAIL_FOLLOW = re.compile(r"(?<!\S)(?:-[a-zA-Z]*[fF][a-zA-Z]*|--follow(?:=\S*)?)(?!\S)")
+
+
+def run(raw: bytes) -> str | None:
+    """The hook's stdout for one PreToolUse payload: a JSON answer, or None to let the command run as it is."""
+    try:
+        payload = json.loads(raw)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(payload, dict):
+        return None
+    answer = rewrite(payload, os.environ)
+    note = finish_turn_notice(payload, os.environ)
+    if note is not None:
+        answer = answer or {"hookSpecificOutput": {"hookEventName": "PreToolUse"}}
+        specific = answer["hookSpecificOutput"]
+        specific["additionalContext"] = "\n\n".join(filter(None, [specific.get("additionalContext"), note]))
+    return json.dumps(answer) if answer is not None else None
+
+
+def rewrite(payload: dict[str, Any], env: Mapping[str, str]) -> dict[str, Any] | None:
+    """The hook answer that wraps this Bash call, or None to step aside."""
+    tool_input = payload.get("tool_input")
+    tool_use_id = payload.get("tool_use_id")
+    if payload.get("tool_name") != "Bash" or not isinstance(tool_input, dict) or not isinstance(tool_use_id, str):
+        return None
+    command = tool_input.get("command")
+    if not isinstance(command, str) or not tool_use_id or tool_input.get("run_in_background"):
+        return None
+    if not command.strip() or len(command) > MAX_COMMAND_CHARS or "\0" in command:
+        return None
+    if bash_wrapper.is_wrapped(command) or _ends_in_line_continuation(command):
+        return None
+    compressor = installed_executable(bash_wrapper.COMPRESSOR)
+    cache_dir = paths.cache_dir()
+    if not os.path.exists(compressor) or not bash_shell.wrappable_bash(env, cache_dir):
+        return None
+    mode = payload.get("permission_mode")
+    project_dir = env.get("CLAUDE_PROJECT_DIR") or _str(payload.get("cwd")) or os.getcwd()
+    try:
+        rules = permissions.load_rules(project_dir, env)
+    except permissions.Unsure as reason:
+        log("rewrite", f"{tool_use_id}: not rewritten, permissions unclear: {reason}")
+        return None
+    if not permissions.could_allow(mode, rules):
+        return None  # decided before the parser and the rules are even imported: the common case is cheap
+    from codeoid.compressors import command as shell_command
+    from codeoid.compressors.loader import load_rules
+    from codeoid.hooks import shell_facts
+
+    parsed = shell_command.parse(command)
+    if not parsed.understood or parsed.background or parsed.stdout_redirected or parsed.invocation is None:
+        return None
+    facts = shell_facts.read(command)
+    if not facts.understood or _unsafe_to_wrap(command, facts):
+        return None
+    rule = load_rules(project_dir=project_dir, cache_dir=cache_dir).match(parsed.invocation)
+    if rule is None or not permissions.may_allow(command, facts, mode, rules):
+        return None
+    home = paths.data_dir_location() if env.get("CODEOID_HOME") else None
+    wrapped = bash_wrapper.wrap(command, tool_use_id=tool_use_id, compressor=compressor, project_dir=project_dir,
+                                codeoid_home=home)
+    return {
+        "hookSpecificOutput": {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": "allow",
+            "permissionDecisionReason": f"codeoid: stdout through rule {rule.name!r}; the command was already "
+                                        "allowed by your permission rules or mode",
+            "updatedInput": {**tool_input, "command": wrapped},
+        }
+    }
+
+
+def _unsafe_to_wrap(command: str, facts: ShellFacts) -> bool:
+    names = {os.path.basename(name) for name in facts.command_names}
+    if names & (STEP_ASIDE_BUILTINS | INTERACTIVE) or set(facts.functions) & WRAPPER_WORDS:
+        return True
+    if "$!" in command or _FOLLOWS.search(command):
+        return True
+    if "tail" in names and _TAIL_FOLLOW.search(command):
+        return True
+    return not all(_quiet_set_argument(argument) for argument in facts.set_arguments)
+
+
+def _quiet_set_argument(argument: str) -> bool:
+    if argument in QUIET_SET_OPTIONS:
+        return True
+    return len(argument) > 1 and argument[0] in "-+" and all(flag in "euofC" for flag in argument[1:])
+
+
+def _ends_in_line_continuation(command: str) -> bool:
+    """A final unescaped backslash would join the wrapper's closing `}` onto the command's last line."""
+    return (len(command) - len(command.rstrip("\\"))) % 2 == 1
+
+
+def _str(value: object) -> str | None:
+    return value if isinstance(value, str) else None

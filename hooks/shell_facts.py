@@ -1,0 +1,151 @@
+"""What the Bash rewrite must know about a command beyond what rule matching reads.
+
+`codeoid.compressors.command.parse` answers the rule engine's questions (which program's output is printed last,
+is it backgrounded or redirected). The rewrite also needs the command words as written, before launchers are
+stripped (`exec pytest` is an `exec`), the options given to `set`, and, for the permission check, the text of
+every simple command the way Claude Code's rules are matched against it. Same pinned parser (tree-sitter-bash).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import tree_sitter
+import tree_sitter_bash
+
+_PARSER = tree_sitter.Parser(tree_sitter.Language(tree_sitter_bash.language()))
+
+
+class ShellFacts(NamedTuple):
+    understood: bool
+    # Every command word whose value is known without running anything, unquoted, anywhere in the command
+    # (inside substitutions, subshells and function bodies too).
+    command_names: tuple[str, ...]
+    # Some command word is computed (`$cmd args`, `"$(which x)" args`): it could be anything.
+    computed_command: bool
+    # The arguments of every `set` invocation.
+    set_arguments: tuple[str, ...]
+    # The names of the functions the command defines.
+    functions: tuple[str, ...]
+    # The text of each simple command when the whole command is only simple commands joined by `;`, `&&`,
+    # `||`, `|` or newlines, with no substitution and no redirection but `2>&1` or `2>/dev/null`; else None
+    # (a shape whose permission this module cannot judge).
+    simple_commands: tuple[str, ...] | None
+
+
+_NOT_UNDERSTOOD = ShellFacts(False, (), True, (), (), None)
+# Redirections that neither move stdout nor touch a file.
+_HARMLESS_REDIRECTS = frozenset({"2>&1", "2>/dev/null"})
+
+
+def read(command: str) -> ShellFacts:
+    """The facts of `command`; a command the parser reports an error in is `understood=False`."""
+    source = command.encode("utf-8", "surrogateescape")
+    try:
+        root = _PARSER.parse(source).root_node
+    except ValueError:
+        return _NOT_UNDERSTOOD
+    if root.has_error:
+        return _NOT_UNDERSTOOD
+    names: list[str] = []
+    computed = False
+    set_arguments: list[str] = []
+    functions: list[str] = []
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if node.type == "command":
+            name_node = node.child_by_field_name("name")
+            name = _static_word(name_node) if name_node is not None else None
+            if name is None:
+                computed = computed or name_node is not None
+            else:
+                names.append(name)
+                if name == "set":
+                    set_arguments.extend(_static_word(arg) or "?" for arg in node.children_by_field_name("argument"))
+        elif node.type == "function_definition":
+            function_name = node.child_by_field_name("name")
+            functions.append(_raw(function_name) if function_name is not None else "")
+        stack.extend(node.children)
+    return ShellFacts(True, tuple(names), computed, tuple(set_arguments), tuple(functions),
+                      _simple_commands(root, source))
+
+
+def _simple_commands(root: tree_sitter.Node, source: bytes) -> tuple[str, ...] | None:
+    texts: list[str] = []
+    pending = [child for child in root.named_children if child.type != "comment"]
+    while pending:
+        node = pending.pop(0)
+        if node.type in ("list", "pipeline"):
+            pending[:0] = node.named_children
+        elif node.type == "command" and not _has_substitution(node):
+            texts.append(_text(node, source))
+        elif node.type == "redirected_statement" and _only_harmless_redirects(node, source):
+            body = node.child_by_field_name("body")
+            if body is None or body.type != "command" or _has_substitution(body):
+                return None
+            texts.append(_text(node, source))
+        else:
+            return None
+    return tuple(texts)
+
+
+def _only_harmless_redirects(node: tree_sitter.Node, source: bytes) -> bool:
+    redirects = node.children_by_field_name("redirect")
+    return bool(redirects) and all(
+        redirect.type == "file_redirect" and "".join(_text(redirect, source).split()) in _HARMLESS_REDIRECTS
+        for redirect in redirects
+    )
+
+
+def _has_substitution(node: tree_sitter.Node) -> bool:
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if current.type in ("command_substitution", "process_substitution"):
+            return True
+        stack.extend(current.children)
+    return False
+
+
+def _static_word(node: tree_sitter.Node) -> str | None:
+    """A word's value once quotes and backslashes are gone; None when it holds an expansion."""
+    kind = node.type
+    if kind in ("command_name", "concatenation"):
+        parts = [_static_word(child) for child in node.named_children]
+        if not parts:
+            return _unescape(_raw(node))
+        return None if None in parts else "".join(part for part in parts if part is not None)
+    if kind in ("word", "number"):
+        return _unescape(_raw(node))
+    if kind == "raw_string":
+        return _raw(node)[1:-1]
+    if kind == "string":
+        contents = node.named_children
+        if all(child.type == "string_content" for child in contents):
+            return "".join(_unescape(_raw(child), quoted=True) for child in contents)
+    return None
+
+
+def _unescape(text: str, *, quoted: bool = False) -> str:
+    if "\\" not in text:
+        return text
+    out: list[str] = []
+    index = 0
+    while index < len(text):
+        char = text[index]
+        if char == "\\" and index + 1 < len(text) and (not quoted or text[index + 1] in '$`"\\\n'):
+            out.append(text[index + 1])
+            index += 2
+        else:
+            out.append(char)
+            index += 1
+    return "".join(out)
+
+
+def _raw(node: tree_sitter.Node) -> str:
+    return (node.text or b"").decode("utf-8", "surrogateescape")
+
+
+def _text(node: tree_sitter.Node, source: bytes) -> str:
+    return source[node.start_byte:node.end_byte].decode("utf-8", "surrogateescape")

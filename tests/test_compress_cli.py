@@ -1,0 +1,348 @@
+"""`codeoid-compress`: raw stdout archived before anything derived is printed, and the command's output never lost.
+
+The executable runs as a person or the rewrite runs it; the failure paths (store gone, engine or archive failing
+mid-stream, a reader that goes away) are driven through the `Relay` directly, with the fault injected.
+"""
+
+from __future__ import annotations
+
+import array
+import fcntl
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import termios
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import executable
+
+from codeoid.compressors import relay as relay_module
+from codeoid.compressors.engine import MARKER
+from codeoid.compressors.loader import load_rules
+from codeoid.compressors.relay import RawOutputSpec, Relay
+from codeoid.compressors.rules import Rule
+from codeoid.store import db, raw
+
+RULES = """
+[[rule]]
+name = "test-seq"
+match = { program = ["seq"] }
+head = 5
+tail = 3
+"""
+
+
+@pytest.fixture
+def project(tmp_path: Path, codeoid_home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    root = tmp_path / "project"
+    (root / ".codeoid" / "rules").mkdir(parents=True)
+    (root / ".codeoid" / "rules" / "test.toml").write_text(RULES)
+    monkeypatch.chdir(root)
+    return root
+
+
+def seq_bytes(count: int) -> bytes:
+    return "".join(f"{i}\n" for i in range(1, count + 1)).encode()
+
+
+def compress(*args: str, stdin: bytes | None = None, **kwargs: Any) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run([executable("codeoid-compress"), *args], input=stdin, capture_output=True, timeout=120,
+                          **kwargs)
+
+
+def raw_outputs() -> list[dict[str, Any]]:
+    connection = db.connect()
+    connection.row_factory = sqlite3.Row
+    try:
+        return [dict(row) for row in connection.execute("SELECT * FROM raw_outputs")]
+    finally:
+        connection.close()
+
+
+def archived_stdout(raw_id: str) -> bytes:
+    connection = db.connect()
+    try:
+        return raw.read_raw_stdout(connection, raw_id)
+    finally:
+        connection.close()
+
+
+def test_running_a_command_archives_it_first_and_prints_it_compressed_with_a_footer(project: Path) -> None:
+    done = compress("--rule", "test-seq", "--", "sh", "-c", "seq 1 2000; echo on-stderr >&2; exit 3")
+
+    assert done.returncode == 3 and done.stderr == b"on-stderr\n"
+    (row,) = raw_outputs()
+    assert archived_stdout(row["id"]) == seq_bytes(2000)
+    assert (row["command"], row["cwd"], row["exit_status"], row["complete"]) == (
+        "sh -c 'seq 1 2000; echo on-stderr >&2; exit 3'", str(project), 3, 1)
+    assert row["duration_ms"] is not None and row["workspace_id"] is not None
+    lines = done.stdout.decode().splitlines()
+    assert lines[:5] == ["1", "2", "3", "4", "5"] and lines[-4:-1] == ["1998", "1999", "2000"]
+    assert lines[-1] == (f"[codeoid] rule test-seq: 1,992 of 2,000 lines removed (1,992 head/tail). Exact output: "
+                         f"{row['id']} (get_episode(\"{row['id']}\"), or `codeoid show {row['id']} --raw`)")
+
+
+def test_a_pipe_named_with_command_is_filtered_and_the_raw_id_comes_from_the_tool_use_id(project: Path) -> None:
+    done = compress("--tool-use-id", "toolu_pipe", "--command", "seq 1 2000", stdin=seq_bytes(2000))
+
+    assert done.returncode == 0 and b"raw-toolu_pipe" in done.stdout.splitlines()[-1]
+    assert archived_stdout("raw-toolu_pipe") == seq_bytes(2000)
+    assert raw_outputs()[0]["exit_status"] is None  # inside a pipe it cannot see; PostToolUse fills it in
+
+
+def test_small_output_passes_through_unchanged_and_is_not_archived(project: Path) -> None:
+    done = compress("--", "seq", "1", "30")
+
+    assert done.stdout == seq_bytes(30) and raw_outputs() == []
+
+
+def test_a_command_no_rule_applies_to_runs_as_itself(project: Path) -> None:
+    done = compress("--", "sh", "-c", "printf 'x%.0s\\n' $(seq 1 500); exit 4")
+
+    assert (done.returncode, done.stdout) == (4, b"x\n" * 500)
+    assert raw_outputs() == []
+
+
+def test_store_unavailable_means_raw_output_unchanged(project: Path, codeoid_home: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    locker = db.connect()
+    locker.execute("BEGIN EXCLUSIVE")
+    try:
+        done = compress("--", "seq", "1", "2000", env={**os.environ, "CODEOID_BUSY_TIMEOUT_MS": "50"})
+    finally:
+        locker.execute("ROLLBACK")
+        locker.close()
+
+    assert (done.returncode, done.stdout) == (0, seq_bytes(2000))
+
+
+def test_long_outputs_stream_through_the_archive_in_order(project: Path) -> None:
+    count = 300_000  # ~2 MB: past the engine's hold, so archiving and printing interleave
+    done = compress("--tool-use-id", "toolu_long", "--", "seq", "1", str(count))
+
+    assert archived_stdout("raw-toolu_long") == seq_bytes(count)
+    assert done.stdout.splitlines()[:5] == [b"1", b"2", b"3", b"4", b"5"]
+    assert done.stdout.splitlines()[-2] == str(count).encode()
+
+
+# -- signals and readers that go away -------------------------------------------------------------------------
+
+
+def wait_for_sigterm_handler(pid: int, timeout: float = 30) -> None:
+    """Until the process catches SIGTERM (it installs its handlers just before reading)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        status = Path(f"/proc/{pid}/status").read_text()
+        caught = int(next(line.split()[1] for line in status.splitlines() if line.startswith("SigCgt:")), 16)
+        if caught & (1 << (signal.SIGTERM - 1)):
+            return
+        time.sleep(0.05)
+    raise AssertionError("the compressor never installed its signal handlers")
+
+
+def wait_until_read(pipe: Any, timeout: float = 30) -> None:
+    """Until the reader has taken every byte written into `pipe` (FIONREAD counts what is still in it)."""
+    deadline = time.monotonic() + timeout
+    unread = array.array("i", [0])
+    while time.monotonic() < deadline:
+        fcntl.ioctl(pipe.fileno(), termios.FIONREAD, unread)
+        if unread[0] == 0:
+            time.sleep(0.2)  # the read returned; let the relay take the chunk
+            return
+        time.sleep(0.05)
+    raise AssertionError("the compressor never read its input")
+
+
+def test_sigterm_prints_what_is_held_raw_at_once_and_exits(project: Path) -> None:
+    process = subprocess.Popen([executable("codeoid-compress"), "--command", "seq 1 100"], stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE)
+    assert process.stdin is not None and process.stdout is not None
+    process.stdin.write(seq_bytes(100))
+    process.stdin.flush()
+    wait_until_read(process.stdin)
+    process.send_signal(signal.SIGTERM)
+
+    assert process.stdout.read() == seq_bytes(100)
+    assert process.wait(timeout=10) == 128 + signal.SIGTERM
+    process.stdin.close()
+
+
+def test_sigterm_mid_stream_keeps_what_was_compressed_and_adds_the_rest_raw(project: Path) -> None:
+    process = subprocess.Popen([executable("codeoid-compress"), "--tool-use-id", "toolu_term", "--command", "seq"],
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    assert process.stdin is not None and process.stdout is not None
+    process.stdin.write(seq_bytes(200_000))
+    process.stdin.flush()
+    wait_until_read(process.stdin)
+    process.send_signal(signal.SIGTERM)
+    out = process.stdout.read().decode()
+    process.wait(timeout=10)
+    process.stdin.close()
+
+    lines = out.splitlines()
+    assert lines[:5] == ["1", "2", "3", "4", "5"]
+    assert "200000" in lines and "raw-toolu_term" in lines[-1]
+    assert archived_stdout("raw-toolu_term") == seq_bytes(200_000)
+
+
+def test_sigint_while_running_a_command_stops_at_once(project: Path) -> None:
+    process = subprocess.Popen([executable("codeoid-compress"), "--rule", "test-seq", "--", "sh", "-c",
+                                "seq 1 50; sleep 30"],
+                               stdout=subprocess.PIPE)
+    wait_for_sigterm_handler(process.pid)
+    time.sleep(1)  # the command starts right after; its 50 lines are read at once
+    process.send_signal(signal.SIGINT)
+
+    assert process.wait(timeout=10) == 128 + signal.SIGINT
+    assert process.stdout is not None and process.stdout.read() == seq_bytes(50)
+
+
+def test_a_reader_that_goes_away_never_kills_the_writer_with_sigpipe(project: Path) -> None:
+    writer = subprocess.Popen(["seq", "1", "1000000"], stdout=subprocess.PIPE)
+    compressor = subprocess.Popen([executable("codeoid-compress"), "--command", "uname"], stdin=writer.stdout,
+                                  stdout=subprocess.PIPE)
+    assert writer.stdout is not None and compressor.stdout is not None
+    writer.stdout.close()
+    compressor.stdout.read(10)
+    compressor.stdout.close()
+
+    assert writer.wait(timeout=60) == 0
+    assert compressor.wait(timeout=60) == 0
+
+
+def test_a_command_whose_reader_goes_away_still_runs_to_its_end(project: Path) -> None:
+    compressor = subprocess.Popen([executable("codeoid-compress"), "--rule", "test-seq", "--", "sh", "-c",
+                                   "seq 1 1000000; exit 5"],
+                                  stdout=subprocess.PIPE)
+    assert compressor.stdout is not None
+    compressor.stdout.read(10)
+    compressor.stdout.close()
+
+    assert compressor.wait(timeout=120) == 5
+
+
+# -- failures inside the relay --------------------------------------------------------------------------------
+
+
+class Output:
+    """A file the relay writes to (a pipe would block once full), read back whole."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.write_end = os.open(path, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o600)
+
+    def read(self) -> bytes:
+        os.close(self.write_end)
+        return self.path.read_bytes()
+
+
+def seq_rule(project: Path) -> Rule:
+    rule = load_rules(project_dir=project).named("test-seq")
+    assert rule is not None
+    return rule
+
+
+def run_relay(project: Path, data: bytes, *, raw_id: str, chunk: int = 64 * 1024) -> bytes:
+    output = Output(project / "relay-output")
+    relay = Relay(seq_rule(project), RawOutputSpec(raw_id, "seq", str(project), str(project), None),
+                  sink=output.write_end)
+    for start in range(0, len(data), chunk):
+        relay.feed(data[start:start + chunk])
+    relay.finish(exit_status=0)
+    return output.read()
+
+
+def test_an_engine_failure_mid_stream_passes_the_rest_through_unchanged(project: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    data = seq_bytes(200_000)
+    calls = 0
+    real_feed = relay_module.Compressor.feed
+
+    def failing_feed(self: Any, chunk: bytes) -> bytes:
+        nonlocal calls
+        calls += 1
+        if calls == 10:
+            raise RuntimeError("engine bug")
+        return real_feed(self, chunk)
+
+    monkeypatch.setattr(relay_module.Compressor, "feed", failing_feed)
+    out = run_relay(project, data, raw_id="raw-engine-bug")
+
+    assert out.startswith(b"1\n2\n3\n4\n5\n")
+    failed_at = 9 * 64 * 1024
+    assert data[failed_at:] in out  # everything from the failing chunk on, unchanged
+    assert archived_stdout("raw-engine-bug") == data
+
+
+def test_an_archive_failure_mid_stream_prints_raw_what_it_could_not_archive(project: Path,
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    data = seq_bytes(200_000)
+    real_write = raw.RawOutputWriter.write
+    written = 0
+
+    def failing_write(self: Any, chunk: bytes) -> None:
+        nonlocal written
+        if written > 512 * 1024:
+            raise db.StoreUnavailable("disk full")
+        written += len(chunk)
+        real_write(self, chunk)
+
+    monkeypatch.setattr(raw.RawOutputWriter, "write", failing_write)
+    out = run_relay(project, data, raw_id="raw-disk-full")
+
+    archived = archived_stdout("raw-disk-full")
+    assert data.startswith(archived) and len(archived) > 256 * 1024
+    assert data[len(archived):] in out  # what the store did not get, the reader did, unchanged
+    assert MARKER in out
+
+
+def test_a_store_that_cannot_be_opened_leaves_the_output_unchanged(project: Path) -> None:
+    output = Output(project / "relay-output")
+
+    def unavailable() -> sqlite3.Connection:
+        raise db.StoreUnavailable("locked")
+
+    relay = Relay(seq_rule(project), RawOutputSpec("raw-none", "seq", str(project), str(project), None),
+                  sink=output.write_end, open_store=unavailable)
+    data = seq_bytes(100_000)
+    for start in range(0, len(data), 50_000):
+        relay.feed(data[start:start + 50_000])
+    relay.finish(exit_status=0)
+
+    assert output.read() == data and not relay.archived
+
+
+# -- constant memory ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_a_gigabyte_of_output_streams_in_constant_memory(project: Path, tmp_path: Path) -> None:
+    """Peak RSS of the compressor for 1 GB of 100-byte lines must stay far below the data's size."""
+    block = b"".join(b"%05d " % k + b"x" * 93 + b"\n" for k in range(10_000))
+    generator = subprocess.Popen([sys.executable, "-c", "import sys\n"
+                                  "block = b''.join(b'%05d ' % k + b'x' * 93 + b'\\n' for k in range(10000))\n"
+                                  "for _ in range(1000): sys.stdout.buffer.write(block)"], stdout=subprocess.PIPE)
+    compressor = subprocess.Popen([executable("codeoid-compress"), "--tool-use-id", "toolu_gb", "--rule", "test-seq"],
+                                  stdin=generator.stdout, stdout=subprocess.PIPE)
+    assert generator.stdout is not None and compressor.stdout is not None
+    generator.stdout.close()
+    out = compressor.stdout.read()
+    _, status, usage = os.wait4(compressor.pid, 0)
+    compressor.returncode = os.waitstatus_to_exitcode(status)
+    generator.wait()
+
+    assert compressor.returncode == 0
+    assert out.startswith(block[:500]) and b"raw-toolu_gb" in out.splitlines()[-1]
+    peak_mb = usage.ru_maxrss / 1024
+    assert peak_mb < 150, f"peak RSS {peak_mb:.0f} MB"
+    connection = db.connect()
+    try:
+        assert raw.get_raw_output(connection, "raw-toolu_gb").stdout_size == len(block) * 1000  # type: ignore[union-attr]
+    finally:
+        connection.close()

@@ -1,0 +1,416 @@
+"""The PreToolUse Bash rewrite: the wrapper means what the command means, and it never widens permissions.
+
+Wrapped and unwrapped commands run the way Claude Code 2.1.332 runs them (`eval '<cmd>' < /dev/null && pwd -P >|
+<cwd file>` under `bash -c`), through the real `codeoid-compress`, and must agree on stdout, stderr, exit status
+and the working directory the next call starts in.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import pytest
+from conftest import executable, run_hook
+
+from codeoid import bash_wrapper
+from codeoid.hooks import permissions, shell_facts
+from codeoid.hooks.permissions import Rules
+
+SEQ_RULE = """
+[[rule]]
+name = "test-seq"
+match = { program = ["seq", "echo", "printf", "cat", "pwd", "ls", "false", "exit", "sort", "f", "git"] }
+head = 5
+tail = 3
+"""
+
+
+class Outcome(NamedTuple):
+    exit_status: int
+    stdout: bytes
+    stderr: bytes
+    cwd_after: str | None  # where Claude Code's next call starts; None when the command ended the shell
+
+
+def run_like_claude_code(command: str, cwd: Path, env: dict[str, str] | None = None) -> Outcome:
+    cwd_file = cwd.parent / "cwd-after"
+    cwd_file.unlink(missing_ok=True)
+    script = f"eval {shlex.quote(command)} < /dev/null && pwd -P >| {shlex.quote(str(cwd_file))}"
+    completed = subprocess.run(["/bin/bash", "-c", script], capture_output=True, cwd=cwd, timeout=60,
+                               env={**os.environ, **(env or {})})
+    after = cwd_file.read_text().strip() if cwd_file.exists() else None
+    return Outcome(completed.returncode, completed.stdout, completed.stderr, after)
+
+
+@pytest.fixture
+def workdir(tmp_path: Path, codeoid_home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A project with a rule that compresses long outputs of the commands below, and a subdirectory."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    project = tmp_path / "work"
+    (project / "sub").mkdir(parents=True)
+    (project / ".codeoid" / "rules").mkdir(parents=True)
+    (project / ".codeoid" / "rules" / "test.toml").write_text(SEQ_RULE)
+    return project.resolve()
+
+
+def wrapped(command: str, project: Path, tool_use_id: str = "toolu_test") -> str:
+    return bash_wrapper.wrap(command, tool_use_id=tool_use_id, compressor=executable("codeoid-compress"),
+                             project_dir=str(project))
+
+
+ROUND_TRIPS = {
+    "cd then pwd": "cd sub && pwd",
+    "failing command with stderr": "echo partial; ls /no/such/dir; echo after",
+    "exit N with stdout and stderr": "echo out; echo err >&2; exit 3",
+    "bare exit keeps the last status": "echo a; false; exit",
+    "pipeline": "printf 'b\\na\\nc\\n' | sort -r | cat",
+    "heredoc, quoted delimiter": "cat <<'EOF'\nhello $HOME\n  indented\nEOF",
+    "heredoc, expanded": "x=42; cat <<EOF\nx is $x\nEOF",
+    "function definition and call": "f() { echo in-f; return 4; }; f; echo status=$?",
+    "function that exits": "f() { echo leaving; exit 6; }; f; echo never",
+    "subshell": "(cd /tmp && pwd; exit 5); echo after=$?",
+    "false": "false",
+    "set -e inside": "set -e; false; echo after-false",
+    "quotes and newlines": "echo \"a 'b' c\"\necho 'x\ny'; printf '%s\\n' \"tab\tand \\\\ backslash\"",
+    "cd then exit": "cd sub; echo moved; exit 0",
+    "no newline at the end": "printf 'no newline'",
+    "binary bytes": "printf '\\x00\\xff\\xfe\\n'",
+    "comment on the last line": "echo hi # a comment",
+    "long output with a failure": "seq 1 3000; echo oops >&2; exit 2",
+}
+
+
+@pytest.mark.parametrize("command", ROUND_TRIPS.values(), ids=ROUND_TRIPS.keys())
+def test_wrapper_means_what_the_command_means(workdir: Path, command: str) -> None:
+    plain = run_like_claude_code(command, workdir)
+    through = run_like_claude_code(wrapped(command, workdir), workdir)
+
+    assert (through.exit_status, through.stderr, through.cwd_after) == (plain.exit_status, plain.stderr,
+                                                                        plain.cwd_after)
+    if plain.stdout.count(b"\n") < 40:
+        assert through.stdout == plain.stdout
+
+
+def test_long_output_is_compressed_and_archived_byte_exact_even_when_the_command_exits(
+        workdir: Path, codeoid_home: Path) -> None:
+    command = "seq 1 3000; exit 7"
+    plain = run_like_claude_code(command, workdir)
+    through = run_like_claude_code(wrapped(command, workdir, tool_use_id="toolu_exit"), workdir)
+
+    assert through.exit_status == plain.exit_status == 7
+    lines = through.stdout.decode().splitlines()
+    assert lines[:5] == ["1", "2", "3", "4", "5"] and lines[-4:-1] == ["2998", "2999", "3000"]
+    assert lines[-1].startswith("[codeoid] rule test-seq: 2,992 of 3,000 lines removed")
+    assert "raw-toolu_exit" in lines[-1]
+    shown = subprocess.run([executable("codeoid"), "show", "raw-toolu_exit", "--raw"], capture_output=True,
+                           check=True)
+    assert shown.stdout == plain.stdout
+
+
+def test_a_missing_compressor_leaves_stdout_unchanged(workdir: Path) -> None:
+    command = "seq 1 100; echo err >&2; exit 1"
+    text = bash_wrapper.wrap(command, tool_use_id="toolu_x", compressor="/no/such/codeoid-compress",
+                             project_dir=str(workdir))
+
+    assert run_like_claude_code(text, workdir) == run_like_claude_code(command, workdir)
+
+
+def test_user_aliases_cannot_change_the_wrapper(workdir: Path, tmp_path: Path) -> None:
+    snapshot = tmp_path / "snapshot.sh"
+    snapshot.write_text("shopt -s expand_aliases\nalias trap='echo TRAPPED'\nalias cat='echo CAT'\n"
+                        "alias exec='echo EXEC'\n")
+    command = "seq 1 2"
+    script = f"source {shlex.quote(str(snapshot))}\n{wrapped(command, workdir)}"
+
+    assert run_like_claude_code(script, workdir).stdout == b"1\n2\n"
+
+
+# -- the wrapper text -----------------------------------------------------------------------------------------
+
+
+TRICKY = ["echo hi", "echo 'it'\"'\"'s'", "cat <<'EOF'\n}; __codeoid_finish\nEOF", "echo $'\\n' `x` \"$(y)\"",
+          "a=1\n\n  b=2 ", "printf '%s' \"--command 'x'\""]
+
+
+@pytest.mark.parametrize("command", TRICKY)
+def test_unwrap_returns_exactly_what_was_wrapped(command: str) -> None:
+    text = bash_wrapper.wrap(command, tool_use_id="toolu_01", compressor="/opt/my venv/bin/codeoid-compress",
+                             project_dir="/p q", codeoid_home="/data dir")
+
+    assert bash_wrapper.unwrap(text) == bash_wrapper.Unwrapped(command, "toolu_01")
+
+
+def test_unwrap_refuses_anything_but_an_exact_wrapper() -> None:
+    text = bash_wrapper.wrap("echo hi", tool_use_id="toolu_01", compressor="/c", project_dir="/p")
+
+    assert bash_wrapper.unwrap(text.replace("{ echo hi", "{ echo HI")) is None
+    assert bash_wrapper.unwrap(text + "\nrm -rf x") is None
+    assert bash_wrapper.unwrap("echo __codeoid_finish") is None
+    assert bash_wrapper.unwrap("echo hi") is None
+
+
+def test_wrapper_text_for_echo_hi() -> None:
+    text = bash_wrapper.wrap("echo hi", tool_use_id="X", compressor="/venv/bin/codeoid-compress", project_dir="/p")
+
+    assert text == (
+        '__codeoid_finish() { __codeoid_status=$?; \\builtin trap - EXIT; '
+        '\\exec >&"$__codeoid_stdout" {__codeoid_stdout}>&-; \\builtin wait "$__codeoid_filter" 2>/dev/null; '
+        '\\builtin return "$__codeoid_status"; }; '
+        "\\exec {__codeoid_stdout}>&1 > >(/venv/bin/codeoid-compress --tool-use-id X --project-dir /p "
+        "--command 'echo hi' 2>/dev/null || \\command cat); __codeoid_filter=$!; "
+        "\\builtin trap __codeoid_finish EXIT; { echo hi\n}; __codeoid_finish"
+    )
+
+
+# -- permission decisions -------------------------------------------------------------------------------------
+
+
+def facts(command: str) -> shell_facts.ShellFacts:
+    return shell_facts.read(command)
+
+
+def decide(command: str, mode: str = "default", allow: tuple[str, ...] = (), deny: tuple[str, ...] = (),
+           ask: tuple[str, ...] = ()) -> bool:
+    return permissions.may_allow(command, facts(command), mode, Rules(allow, deny, ask))
+
+
+@pytest.mark.parametrize(("rule", "command", "allowed"), [
+    ("git status", "git status", True),
+    ("git status", "git status -s", False),
+    ("git diff:*", "git diff", True),
+    ("git diff:*", "git diff --stat", True),
+    ("git diff:*", "git diffx", False),
+    ("ls *", "ls -la", True),
+    ("ls *", "ls", False),
+    ("ls*", "lsof", True),
+    ("git * main", "git checkout main", False),  # an inner wildcard is not trusted for allow
+    ("*", "anything at all", True),
+    ("pytest:*", "pytest -q\n", True),
+    ("cat:*", "cat <<EOF\nx\nEOF", False),  # spans lines
+])
+def test_allow_rules_match_no_more_than_claude_code_would(rule: str, command: str, allowed: bool) -> None:
+    assert decide(command, allow=(rule,)) is allowed
+
+
+def test_every_simple_command_of_a_chain_must_be_allowed() -> None:
+    allow = ("git status:*", "pytest:*")
+    assert decide("git status && pytest -q", allow=allow)
+    assert decide("git status | pytest", allow=allow)
+    assert not decide("git status && curl evil.example", allow=allow)
+    assert not decide("git status; $(curl x)", allow=allow)
+    assert not decide("pytest `curl x`", allow=allow)
+    assert not decide("git status > out.txt", allow=allow)
+    assert decide("git status 2>&1", allow=allow)
+    assert not decide("(git status)", allow=allow)
+    assert not decide("x=1; pytest", allow=allow)
+
+
+def test_deny_and_ask_rules_win_over_allow_rules_and_over_bypass_mode() -> None:
+    assert not decide("git status && rm -rf build", allow=("*",), deny=("rm:*",))
+    assert not decide("git status && r\"\"m -rf build", allow=("*",), deny=("rm:*",))
+    assert not decide("git status", mode="bypassPermissions", ask=("git push:*",))
+    assert not decide("find . -exec rm {} +", mode="bypassPermissions", deny=("rm:*",))
+    assert not decide("$tool status", mode="bypassPermissions", deny=("rm:*",))
+    assert not decide("ls", mode="bypassPermissions", deny=("*",))
+    assert decide("git status", mode="bypassPermissions", deny=("rm:*",))
+    assert decide("git commit -m 'format it'", mode="bypassPermissions", deny=("rm:*",))
+
+
+@pytest.mark.parametrize(("mode", "allowed"), [
+    ("default", True), ("acceptEdits", True), ("dontAsk", True), ("bypassPermissions", True),
+    ("plan", False), ("auto", False), (None, False), ("something-new", False),
+])
+def test_modes(mode: str | None, allowed: bool) -> None:
+    assert permissions.may_allow("git status", facts("git status"), mode, Rules(("git status",), (), ())) is allowed
+
+
+def test_without_rules_only_bypass_mode_allows() -> None:
+    assert not decide("git status")
+    assert decide("(cd sub && ls) | sort", mode="bypassPermissions")
+
+
+def test_programs_claude_code_may_check_itself_are_never_auto_allowed() -> None:
+    assert not decide("cd /elsewhere && git status", allow=("*",))
+    assert not decide("rm -rf build; ls", allow=("*",))
+
+
+# -- reading the user's settings ------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def stand_in_claude() -> Iterator[Any]:
+    """A process standing in for `claude`: the rewrite reads its arguments through CLAUDE_PID."""
+    started: list[subprocess.Popen[bytes]] = []
+
+    def start(*arguments: str, cwd: Path | None = None) -> str:
+        process = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", *arguments], cwd=cwd)
+        started.append(process)
+        cmdline = Path(f"/proc/{process.pid}/cmdline")
+        deadline = time.monotonic() + 10
+        while b"time.sleep" not in cmdline.read_bytes() and time.monotonic() < deadline:
+            time.sleep(0.01)  # until the exec has replaced the forked copy's arguments
+        return str(process.pid)
+
+    yield start
+    for process in started:
+        process.kill()
+        process.wait()
+
+
+def write_json(path: Path, data: Any) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data))
+
+
+def test_rules_come_from_user_project_local_and_settings_flag_layers(tmp_path: Path, stand_in_claude: Any,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(permissions, "_MANAGED_PATHS", ())
+    config, project = tmp_path / "config", tmp_path / "project"
+    write_json(config / "settings.json", {"permissions": {"allow": ["Bash(git status)", "Read"]}})
+    write_json(project / ".claude" / "settings.json", {"permissions": {"deny": ["Bash(rm:*)"]}})
+    write_json(project / ".claude" / "settings.local.json", {"permissions": {"ask": ["Bash(git push:*)"]}})
+    write_json(tmp_path / "extra.json", {"permissions": {"allow": ["Bash"]}})
+    pid = stand_in_claude("-p", "hi", "--settings", "extra.json", cwd=tmp_path)
+
+    rules = permissions.load_rules(str(project), {"CLAUDE_CONFIG_DIR": str(config), "CLAUDE_PID": pid})
+
+    assert rules == Rules(("git status", "*"), ("rm:*",), ("git push:*",))
+
+
+def test_setting_sources_limit_which_allow_rules_count(tmp_path: Path, stand_in_claude: Any,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(permissions, "_MANAGED_PATHS", ())
+    config, project = tmp_path / "config", tmp_path / "project"
+    write_json(config / "settings.json", {"permissions": {"allow": ["Bash(ls)"], "deny": ["Bash(rm:*)"]}})
+    write_json(project / ".claude" / "settings.json", {"permissions": {"allow": ["Bash(pwd)"]}})
+    pid = stand_in_claude("--setting-sources", "project")
+
+    rules = permissions.load_rules(str(project), {"CLAUDE_CONFIG_DIR": str(config), "CLAUDE_PID": pid})
+
+    assert rules == Rules(("pwd",), ("rm:*",), ())
+
+
+def test_managed_settings_can_make_their_rules_the_only_allow_rules(tmp_path: Path, stand_in_claude: Any,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    managed = tmp_path / "managed.json"
+    write_json(managed, {"permissions": {"allow": ["Bash(ls)"], "allowManagedPermissionRulesOnly": True}})
+    monkeypatch.setattr(permissions, "_MANAGED_PATHS", (str(managed),))
+    config = tmp_path / "config"
+    write_json(config / "settings.json", {"permissions": {"allow": ["Bash"]}})
+
+    rules = permissions.load_rules(str(tmp_path), {"CLAUDE_CONFIG_DIR": str(config), "CLAUDE_PID": stand_in_claude()})
+
+    assert rules.allow == ("ls",)
+
+
+@pytest.mark.parametrize("problem", ["invalid json", "unseen flags", "no claude pid", "odd rule", "sandbox"])
+def test_whatever_cannot_be_read_for_certain_means_no_rewrite(tmp_path: Path, stand_in_claude: Any, problem: str,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(permissions, "_MANAGED_PATHS", ())
+    config = tmp_path / "config"
+    config.mkdir()
+    env = {"CLAUDE_CONFIG_DIR": str(config), "CLAUDE_PID": stand_in_claude()}
+    if problem == "invalid json":
+        (config / "settings.json").write_text("{not json")
+    elif problem == "unseen flags":
+        env["CLAUDE_PID"] = stand_in_claude("--disallowedTools", "Bash(rm:*)")
+    elif problem == "no claude pid":
+        del env["CLAUDE_PID"]
+    elif problem == "sandbox":
+        write_json(config / "settings.json", {"sandbox": {"enabled": True}})
+    else:
+        write_json(config / "settings.json", {"permissions": {"deny": ["Bash(rm:*"]}})
+
+    with pytest.raises(permissions.Unsure):
+        permissions.load_rules(str(tmp_path), env)
+
+
+# -- the hook, as Claude Code runs it -------------------------------------------------------------------------
+
+
+@pytest.fixture
+def hook_world(workdir: Path, tmp_path: Path, stand_in_claude: Any) -> dict[str, Any]:
+    config = tmp_path / "claude-config"
+    config.mkdir()
+    env = {"CLAUDE_CONFIG_DIR": str(config), "CLAUDE_PID": stand_in_claude(), "CLAUDE_PROJECT_DIR": str(workdir),
+           "SHELL": "/bin/bash", "XDG_CONFIG_HOME": str(tmp_path / "config")}
+    return {"env": env, "project": workdir, "config": config}
+
+
+def pre_tool_use(world: dict[str, Any], command: str, mode: str = "bypassPermissions",
+                 **tool_input: Any) -> dict[str, Any] | None:
+    payload = {"session_id": "s", "cwd": str(world["project"]), "hook_event_name": "PreToolUse",
+               "permission_mode": mode, "tool_name": "Bash", "tool_use_id": "toolu_hook",
+               "tool_input": {"command": command, "description": "d", **tool_input}}
+    result = run_hook("PreToolUse", payload, env=world["env"], cwd=world["project"])
+    assert (result.returncode, result.stderr) == (0, b"")
+    return json.loads(result.stdout) if result.stdout else None
+
+
+def test_hook_allows_a_rewrite_echoing_every_other_input_field(hook_world: dict[str, Any]) -> None:
+    answer = pre_tool_use(hook_world, "seq 1 100", timeout=5000)
+
+    assert answer is not None
+    output = answer["hookSpecificOutput"]
+    assert (output["hookEventName"], output["permissionDecision"]) == ("PreToolUse", "allow")
+    assert output["updatedInput"]["description"] == "d" and output["updatedInput"]["timeout"] == 5000
+    assert bash_wrapper.unwrap(output["updatedInput"]["command"]) == ("seq 1 100", "toolu_hook")
+
+
+def test_hook_allows_under_the_users_allow_rule_and_steps_aside_without_one(hook_world: dict[str, Any]) -> None:
+    assert pre_tool_use(hook_world, "seq 1 100", mode="default") is None
+    write_json(hook_world["config"] / "settings.json", {"permissions": {"allow": ["Bash(seq:*)"]}})
+    assert pre_tool_use(hook_world, "seq 1 100", mode="default") is not None
+    write_json(hook_world["project"] / ".claude" / "settings.local.json", {"permissions": {"ask": ["Bash(seq 1:*)"]}})
+    assert pre_tool_use(hook_world, "seq 1 100", mode="default") is None
+
+
+PASS_THROUGH = {
+    "background run": ("seq 1 100", {"run_in_background": True}),
+    "backgrounded inside": ("seq 1 100 &", {}),
+    "stdout to a file": ("seq 1 100 > out.txt", {}),
+    "stdout to stderr": ("seq 1 100 >&2", {}),
+    "already wrapped": ("codeoid-compress -- seq 1 100", {}),
+    "no rule for it": ("uname -a", {}),
+    "does not parse": ("seq 1 100 'unterminated", {}),
+    "exec": ("exec seq 1 100", {}),
+    "trap": ("trap 'echo bye' EXIT; seq 1 100", {}),
+    "wait": ("wait; seq 1 100", {}),
+    "eval": ("eval 'seq 1 100'", {}),
+    "source": ("source env.sh && seq 1 100", {}),
+    "set -x": ("set -x; seq 1 100", {}),
+    "alias": ("alias s=seq; seq 1 100", {}),
+    "follows a file": ("tail -f log | cat", {}),
+    "watch flag": ("cat --watch", {}),
+    "editor": ("vim x; ls", {}),
+    "line continuation at the end": ("seq 1 100 \\", {}),
+    "function named like a wrapper word": ("cat() { :; }; seq 1 100", {}),
+}
+
+
+@pytest.mark.parametrize(("command", "extra"), PASS_THROUGH.values(), ids=PASS_THROUGH.keys())
+def test_hook_steps_aside_when_it_cannot_be_sure(hook_world: dict[str, Any], command: str,
+                                                  extra: dict[str, Any]) -> None:
+    assert pre_tool_use(hook_world, command, **extra) is None
+
+
+def test_hook_wraps_only_under_bash(hook_world: dict[str, Any]) -> None:
+    hook_world["env"]["SHELL"] = "/bin/zsh"
+    assert pre_tool_use(hook_world, "seq 1 100") is None
+    hook_world["env"]["CLAUDE_CODE_SHELL"] = "/bin/bash"
+    assert pre_tool_use(hook_world, "seq 1 100") is not None
+
+
+def test_hook_ignores_other_tools_and_broken_payloads(hook_world: dict[str, Any]) -> None:
+    for payload in (b"", b"not json", b"[]", json.dumps({"tool_name": "Read", "tool_input": {}}).encode(),
+                    json.dumps({"tool_name": "Bash", "tool_input": {"command": 5}}).encode()):
+        result = run_hook("PreToolUse", payload, env=hook_world["env"])
+        assert (result.returncode, result.stdout, result.stderr) == (0, b"", b"")
