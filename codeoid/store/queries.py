@@ -134,17 +134,7 @@ def search_bm25(db: sqlite3.Connection, query: str, *, workspace_id: int | None 
         return []
     catch_up_fts(db)
     states = ("live", "archived", "retracted") if include_retracted else SEARCHABLE_STATES
-    marks = ", ".join("?" for _ in states)
-    filters, params = [f"e.state IN ({marks})"], [*states]
-    if workspace_id is not None:
-        filters.append("e.workspace_id = ?")
-        params.append(workspace_id)
-    if skip_live_of is not None:
-        filters.append("NOT (e.state = 'live' AND e.backing_session_id IS ?)")
-        params.append(skip_live_of)
-    if exclude_origins:
-        filters.append(f"e.origin NOT IN ({', '.join('?' for _ in exclude_origins)})")
-        params.extend(exclude_origins)
+    filters, params = _recall_filters(states, workspace_id, skip_live_of, exclude_origins)
     return _rows(db.execute(
         f"""SELECT e.*, -bm25(episodes_fts) AS score FROM episodes_fts
             JOIN episodes e ON e.id = episodes_fts.rowid
@@ -223,8 +213,18 @@ def recallable_episodes(db: sqlite3.Connection, episode_ids: list[int], *, works
     (not retracted, in the workspace, not the caller's live ones, not of an excluded origin)."""
     if not episode_ids:
         return {}
-    filters = [f"e.id IN ({', '.join('?' for _ in episode_ids)})", "e.state IN ('live', 'archived')"]
-    params: list[Any] = [*episode_ids]
+    filters, params = _recall_filters(SEARCHABLE_STATES, workspace_id, skip_live_of, exclude_origins)
+    filters.append(f"e.id IN ({', '.join('?' for _ in episode_ids)})")
+    params.extend(episode_ids)
+    rows = _rows(db.execute(f"SELECT e.* FROM episodes e WHERE {' AND '.join(filters)}", params))
+    return {row["id"]: row for row in rows}
+
+
+def _recall_filters(states: tuple[str, ...], workspace_id: int | None, skip_live_of: str | None,
+                    exclude_origins: tuple[str, ...]) -> tuple[list[str], list[Any]]:
+    """The WHERE terms (on alias `e`) every recall path applies, BM25 and vector hits alike."""
+    filters: list[str] = [f"e.state IN ({', '.join('?' for _ in states)})"]
+    params: list[Any] = [*states]
     if workspace_id is not None:
         filters.append("e.workspace_id = ?")
         params.append(workspace_id)
@@ -234,8 +234,7 @@ def recallable_episodes(db: sqlite3.Connection, episode_ids: list[int], *, works
     if exclude_origins:
         filters.append(f"e.origin NOT IN ({', '.join('?' for _ in exclude_origins)})")
         params.extend(exclude_origins)
-    rows = _rows(db.execute(f"SELECT e.* FROM episodes e WHERE {' AND '.join(filters)}", params))
-    return {row["id"]: row for row in rows}
+    return filters, params
 
 
 def workspace_ids(db: sqlite3.Connection, workspace_id: int) -> tuple[str | None, str] | None:
