@@ -12,7 +12,6 @@ import os
 import signal
 import sqlite3
 import subprocess
-import sys
 import termios
 import time
 from pathlib import Path
@@ -316,33 +315,3 @@ def test_a_store_that_cannot_be_opened_leaves_the_output_unchanged(project: Path
     relay.finish(exit_status=0)
 
     assert output.read() == data and not relay.archived
-
-
-# -- constant memory ------------------------------------------------------------------------------------------
-
-
-@pytest.mark.slow
-def test_a_gigabyte_of_output_streams_in_constant_memory(project: Path, tmp_path: Path) -> None:
-    """Peak RSS of the compressor for 1 GB of 100-byte lines must stay far below the data's size."""
-    block = b"".join(b"%05d " % k + b"x" * 93 + b"\n" for k in range(10_000))
-    generator = subprocess.Popen([sys.executable, "-c", "import sys\n"
-                                  "block = b''.join(b'%05d ' % k + b'x' * 93 + b'\\n' for k in range(10000))\n"
-                                  "for _ in range(1000): sys.stdout.buffer.write(block)"], stdout=subprocess.PIPE)
-    compressor = subprocess.Popen([executable("codeoid-compress"), "--tool-use-id", "toolu_gb", "--rule", "test-seq"],
-                                  stdin=generator.stdout, stdout=subprocess.PIPE)
-    assert generator.stdout is not None and compressor.stdout is not None
-    generator.stdout.close()
-    out = compressor.stdout.read()
-    _, status, usage = os.wait4(compressor.pid, 0)
-    compressor.returncode = os.waitstatus_to_exitcode(status)
-    generator.wait()
-
-    assert compressor.returncode == 0
-    assert out.startswith(block[:500]) and b"raw-toolu_gb" in out.splitlines()[-1]
-    peak_mb = usage.ru_maxrss / 1024
-    assert peak_mb < 150, f"peak RSS {peak_mb:.0f} MB"
-    connection = db.connect()
-    try:
-        assert raw.get_raw_output(connection, "raw-toolu_gb").stdout_size == len(block) * 1000  # type: ignore[union-attr]
-    finally:
-        connection.close()
