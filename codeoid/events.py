@@ -12,12 +12,11 @@ import sqlite3
 import time
 from collections.abc import Callable
 
-from codeoid import bash_wrapper, transcript
+from codeoid import transcript
 from codeoid.rotation import handoff, notice, rundir, seed
 from codeoid.spool import SpooledEvent
 from codeoid.store import capture
 from codeoid.store.capture import Owner
-from codeoid.store.raw import raw_output_id_for
 from codeoid.workspace import identify
 
 TYPE_CHECKING = False
@@ -27,6 +26,9 @@ if TYPE_CHECKING:
 ENV_KEYS = ("CLAUDE_PID", "CLAUDE_PROJECT_DIR", "CODEOID_SESSION_ID", "CLAUDE_CODE_SESSION_ID", rundir.RUN_DIR_ENV)
 USER_SOURCES = (None, "user", "sdk")
 PENDING_PREFIX = "pending:"
+# `codeoid.bash_wrapper.NAME_PREFIX`, spelled here so the module loads only for wrapped commands (a test keeps
+# the two equal).
+WRAPPER_NAME_PREFIX = "__codeoid_"
 # A prompt is handed to the supervisor only while the user waits on it, never when replayed from the spool later.
 HANDOFF_MAX_AGE_SECONDS = 10.0
 
@@ -151,17 +153,26 @@ def post_tool_use(db: sqlite3.Connection, event: SpooledEvent) -> str | None:
         error=error,
         agent_id=_str(payload, "agent_id"),
         now=event.received_at,
-        original_command=original.command if original else None,
-        raw_output_id=raw_output_id_for(original.tool_use_id) if original else None,
+        original_command=original[0] if original else None,
+        raw_output_id=original[1] if original else None,
     )
     return None
 
 
-def _unwrapped(tool_input: dict[str, Any], tool_use_id: str | None) -> bash_wrapper.Unwrapped | None:
-    """The command the model asked for, read back from the rewrite's wrapper (PostToolUse sees what ran)."""
+def _unwrapped(tool_input: dict[str, Any], tool_use_id: str | None) -> tuple[str, str] | None:
+    """The command the model asked for and its raw output's id, read back from the rewrite's wrapper (PostToolUse
+    sees what ran). The wrapper's module (and `typing`, `shlex` with it) loads only for a wrapped command: most
+    Bash calls are not, and every import is paid by every hook."""
     command = tool_input.get("command")
-    found = bash_wrapper.unwrap(command) if isinstance(command, str) else None
-    return found if found is not None and found.tool_use_id == tool_use_id else None
+    if not isinstance(command, str) or WRAPPER_NAME_PREFIX not in command:
+        return None
+    from codeoid import bash_wrapper
+    from codeoid.store.raw import raw_output_id_for
+
+    found = bash_wrapper.unwrap(command)
+    if found is None or found.tool_use_id != tool_use_id:
+        return None
+    return found.command, raw_output_id_for(found.tool_use_id)
 
 
 def stop(db: sqlite3.Connection, event: SpooledEvent) -> str | None:

@@ -219,3 +219,9 @@ def test_a_large_result_is_kept_whole_in_text_and_response(codeoid_home: Path, p
     assert tool["text"] == content
     assert queries.tool_response(tool) == response
     assert len(tool["response"]) < 1000  # the text is stored once, in `text`
+
+
+def test_events_spots_the_wrapper_by_the_prefix_the_wrapper_uses() -> None:
+    from codeoid import bash_wrapper, events
+
+    assert events.WRAPPER_NAME_PREFIX == bash_wrapper.NAME_PREFIX
