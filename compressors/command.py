@@ -211,7 +211,7 @@ def _word_text(node: tree_sitter.Node) -> tuple[str, bool]:
         parts = [_word_text(child) for child in node.named_children] or [(_text(node), True)]
         return "".join(text for text, _ in parts), all(static for _, static in parts)
     if kind == "word":
-        return _unescape(_text(node)), True
+        return unescape(_text(node)), True
     if kind == "number":
         return _text(node), True
     if kind == "raw_string":
@@ -219,11 +219,13 @@ def _word_text(node: tree_sitter.Node) -> tuple[str, bool]:
     if kind == "string":
         contents = node.named_children
         if all(child.type == "string_content" for child in contents):
-            return "".join(_unescape(_text(child), quoted=True) for child in contents), True
+            return "".join(unescape(_text(child), quoted=True) for child in contents), True
     return _text(node), False
 
 
-def _unescape(text: str, *, quoted: bool = False) -> str:
+def unescape(text: str, *, quoted: bool = False) -> str:
+    """A bash word's backslash escapes removed, as bash does: inside double quotes only before $ ` " \\ and a
+    newline. Shared with `codeoid.hooks.shell_facts`, which reads the same words for the rewrite's checks."""
     if "\\" not in text:
         return text
     out: list[str] = []

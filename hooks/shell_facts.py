@@ -13,6 +13,8 @@ from typing import NamedTuple
 import tree_sitter
 import tree_sitter_bash
 
+from codeoid.compressors.command import unescape
+
 _PARSER = tree_sitter.Parser(tree_sitter.Language(tree_sitter_bash.language()))
 
 
@@ -114,33 +116,17 @@ def _static_word(node: tree_sitter.Node) -> str | None:
     if kind in ("command_name", "concatenation"):
         parts = [_static_word(child) for child in node.named_children]
         if not parts:
-            return _unescape(_raw(node))
+            return unescape(_raw(node))
         return None if None in parts else "".join(part for part in parts if part is not None)
     if kind in ("word", "number"):
-        return _unescape(_raw(node))
+        return unescape(_raw(node))
     if kind == "raw_string":
         return _raw(node)[1:-1]
     if kind == "string":
         contents = node.named_children
         if all(child.type == "string_content" for child in contents):
-            return "".join(_unescape(_raw(child), quoted=True) for child in contents)
+            return "".join(unescape(_raw(child), quoted=True) for child in contents)
     return None
-
-
-def _unescape(text: str, *, quoted: bool = False) -> str:
-    if "\\" not in text:
-        return text
-    out: list[str] = []
-    index = 0
-    while index < len(text):
-        char = text[index]
-        if char == "\\" and index + 1 < len(text) and (not quoted or text[index + 1] in '$`"\\\n'):
-            out.append(text[index + 1])
-            index += 2
-        else:
-            out.append(char)
-            index += 1
-    return "".join(out)
 
 
 def _raw(node: tree_sitter.Node) -> str:
