@@ -259,6 +259,32 @@ def reindex() -> None:
     click.echo(f"Indexed {total} episodes.")
 
 
+@cli.command()
+@click.option("--stored", is_flag=True, help="Print the stored index as it is, without rebuilding it first.")
+@click.option("--plugin", is_flag=True, help="Name the tools as the plugin route does.")
+def index(stored: bool, plugin: bool) -> None:
+    """Rebuild and print the workspace index: the text a new Claude Code window starts with."""
+    from codeoid import workspace_index
+    from codeoid.ranking import vector_enabled
+    from codeoid.rotation.seed import PLUGIN_TOOL_PREFIX, SETTINGS_TOOL_PREFIX
+    from codeoid.store import workspace_index as stored_index
+
+    with _store() as db:
+        workspace_id = _workspace_id(db, all_workspaces=False)
+        assert workspace_id is not None
+        if not stored:
+            vectors = None
+            if vector_enabled():
+                from codeoid.vector_index import VectorIndex
+
+                vectors = VectorIndex()
+            workspace_index.build(db, workspace_id, vectors=vectors)
+        current = stored_index.latest(db, workspace_id)
+    if current is None:
+        raise click.ClickException("No workspace index is stored yet; run `codeoid index` to build one.")
+    click.echo(workspace_index.for_window(current, PLUGIN_TOOL_PREFIX if plugin else SETTINGS_TOOL_PREFIX))
+
+
 @cli.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
 @click.argument("claude_args", nargs=-1, type=click.UNPROCESSED)
 def run(claude_args: tuple[str, ...]) -> None:

@@ -12,10 +12,11 @@ import sqlite3
 import time
 from collections.abc import Callable
 
-from codeoid import transcript
+from codeoid import transcript, workspace_index
 from codeoid.rotation import handoff, notice, rundir, seed
 from codeoid.spool import SpooledEvent
 from codeoid.store import capture
+from codeoid.store import workspace_index as stored_index
 from codeoid.store.capture import Owner
 from codeoid.workspace import identify
 
@@ -23,14 +24,16 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-ENV_KEYS = ("CLAUDE_PID", "CLAUDE_PROJECT_DIR", "CODEOID_SESSION_ID", "CLAUDE_CODE_SESSION_ID", rundir.RUN_DIR_ENV)
+ENV_KEYS = ("CLAUDE_PID", "CLAUDE_PROJECT_DIR", "CODEOID_SESSION_ID", "CLAUDE_CODE_SESSION_ID", "CLAUDE_PLUGIN_ROOT",
+            rundir.RUN_DIR_ENV)
 USER_SOURCES = (None, "user", "sdk")
 PENDING_PREFIX = "pending:"
 # `codeoid.bash_wrapper.NAME_PREFIX`, spelled here so the module loads only for wrapped commands (a test keeps
 # the two equal).
 WRAPPER_NAME_PREFIX = "__codeoid_"
-# A prompt is handed to the supervisor only while the user waits on it, never when replayed from the spool later.
-HANDOFF_MAX_AGE_SECONDS = 10.0
+# A prompt is handed to the supervisor, and context is added to a window, only while the user waits on the event,
+# never when it is replayed from the spool later.
+LIVE_MAX_AGE_SECONDS = 10.0
 
 Handler = Callable[[sqlite3.Connection, SpooledEvent], "str | None"]
 
@@ -85,7 +88,8 @@ def session_start(db: sqlite3.Connection, event: SpooledEvent) -> str | None:
         path = _str(event.payload, "transcript_path")
         keep = transcript.preserved_keys(transcript.read_records(path)) if path else None
         capture.apply_compaction(db, owner.backing_session_id, keep=keep or set(), now=event.received_at)
-    return _deliver_waiting_seed(db, owner, event)
+    seed_text = _deliver_waiting_seed(db, owner, event)
+    return _context("SessionStart", seed_text, _memory_index(db, owner, event))
 
 
 def _deliver_waiting_seed(db: sqlite3.Connection, owner: Owner, event: SpooledEvent) -> str | None:
@@ -97,7 +101,49 @@ def _deliver_waiting_seed(db: sqlite3.Connection, owner: Owner, event: SpooledEv
     if not waiting or waiting.get("backing_session_id") != owner.backing_session_id or not isinstance(text, str):
         return None
     capture.add_seed(db, owner, text=text, prompt_id=None, now=event.received_at)
-    return json.dumps({"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}})
+    return text
+
+
+def _memory_index(db: sqlite3.Connection, owner: Owner, event: SpooledEvent) -> str | None:
+    """The prebuilt workspace index, whole, for a window that starts (or restarts after /clear or compaction)."""
+    stored = stored_index.latest(db, owner.workspace_id) if _live(event) else None
+    if stored is None:
+        return None
+    stored_index.mark_shown(db, owner.backing_session_id, owner.workspace_id, stored, event.received_at)
+    return workspace_index.for_window(stored, _tool_prefix(event))
+
+
+def _memory_delta(db: sqlite3.Connection, owner: Owner, event: SpooledEvent) -> str | None:
+    """What memory gained since this window last saw the index, when that is news (`workspace_index.delta`);
+    the whole index for a window that never saw one (codeoid installed mid-session, or the first build)."""
+    stored = stored_index.latest(db, owner.workspace_id) if _live(event) else None
+    if stored is None:
+        return None
+    seen = stored_index.view(db, owner.backing_session_id)
+    if seen is None:
+        return _memory_index(db, owner, event)
+    if seen[0] == stored.version:
+        return None
+    text = workspace_index.delta(db, seen[1], stored, workspace_id=owner.workspace_id, session_id=owner.session_id)
+    if text is not None:
+        stored_index.mark_shown(db, owner.backing_session_id, owner.workspace_id, stored, event.received_at)
+    return text
+
+
+def _tool_prefix(event: SpooledEvent) -> str:
+    """Plugin hooks run with `CLAUDE_PLUGIN_ROOT`, and the plugin route names the tools differently."""
+    return seed.PLUGIN_TOOL_PREFIX if event.env.get("CLAUDE_PLUGIN_ROOT") else seed.SETTINGS_TOOL_PREFIX
+
+
+def _context(event_name: str, *texts: str | None) -> str | None:
+    joined = "\n\n".join(text for text in texts if text)
+    if not joined:
+        return None
+    return json.dumps({"hookSpecificOutput": {"hookEventName": event_name, "additionalContext": joined}})
+
+
+def _live(event: SpooledEvent) -> bool:
+    return time.time() - event.received_at < LIVE_MAX_AGE_SECONDS
 
 
 def _archive_previous_windows(db: sqlite3.Connection, owner: Owner, event: SpooledEvent) -> None:
@@ -115,7 +161,7 @@ def _archive_previous_windows(db: sqlite3.Connection, owner: Owner, event: Spool
 
 
 def user_prompt_submit(db: sqlite3.Connection, event: SpooledEvent) -> str | None:
-    if time.time() - event.received_at < HANDOFF_MAX_AGE_SECONDS:
+    if _live(event):
         answer = handoff.on_user_prompt(event.payload, event.env)
         if answer is not None:
             return answer  # the prompt is blocked here; a fresh window stores it when it is sent there
@@ -130,7 +176,7 @@ def user_prompt_submit(db: sqlite3.Connection, event: SpooledEvent) -> str | Non
     )
     if seed_text is not None:
         capture.add_seed(db, owner, text=seed_text, prompt_id=prompt_id, now=event.received_at)
-    return None
+    return _context("UserPromptSubmit", _memory_delta(db, owner, event))
 
 
 def post_tool_use(db: sqlite3.Connection, event: SpooledEvent) -> str | None:

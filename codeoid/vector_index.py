@@ -125,6 +125,22 @@ class VectorIndex:
 
         return self._with_collection(workspace, nearest, create=False) or []
 
+    def first_chunks(self, workspace: str, episode_ids: Sequence[int]) -> dict[int, tuple[Sequence[float], str]]:
+        """The stored vector and text of each episode's first chunk, by episode id (missing ones left out):
+        what the workspace index clusters into topics, without embedding anything again."""
+        if not episode_ids:
+            return {}
+
+        def fetch(collection: Collection) -> dict[int, tuple[Sequence[float], str]]:
+            result = collection.get(ids=[f"{episode_id}:0" for episode_id in episode_ids],
+                                    include=["embeddings", "documents"])
+            embeddings = result["embeddings"] if result["embeddings"] is not None else []
+            documents = result["documents"] or []
+            return {int(chunk_id.partition(":")[0]): (vector, document or "")
+                    for chunk_id, vector, document in zip(result["ids"], embeddings, documents, strict=True)}
+
+        return self._with_collection(workspace, fetch, create=False) or {}
+
     def delete_episode(self, workspace: str, episode_id: int) -> None:
         """Remove every chunk of an episode (retracted, or about to be re-chunked)."""
         self._with_collection(workspace, lambda c: c.delete(where={"episode_id": episode_id}), create=False)

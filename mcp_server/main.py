@@ -36,9 +36,11 @@ def build_server(project_dir: str) -> MCPServer:
 
 
 def main() -> None:
-    server = build_server(os.environ.get("CLAUDE_PROJECT_DIR") or os.getcwd())
+    project_dir = os.environ.get("CLAUDE_PROJECT_DIR") or os.getcwd()
+    server = build_server(project_dir)
     if vector_enabled():
         _start_indexer()
+    _start_index_builder(project_dir)
     server.run("stdio")
 
 
@@ -55,3 +57,14 @@ def _start_indexer() -> None:
         run_forever(stop, delay=0)
 
     threading.Thread(target=run, name="codeoid-indexer", daemon=True).start()
+
+
+def _start_index_builder(project_dir: str) -> None:
+    """The workspace index builder on a daemon thread; hooks inject what it saves (`codeoid.index_builder`)."""
+
+    def run() -> None:
+        from codeoid.index_builder import run_forever
+
+        run_forever(threading.Event(), project_dir, delay=INDEXER_DELAY_SECONDS)
+
+    threading.Thread(target=run, name="codeoid-workspace-index", daemon=True).start()

@@ -233,6 +233,35 @@ def m004_vector_index(db: sqlite3.Connection) -> None:
     )
 
 
+@migration
+def m006_workspace_index(db: sqlite3.Connection) -> None:
+    """The prebuilt workspace index, and what each window was last shown of it.
+
+    A long-lived process builds the index (it needs the vector index for topics); hooks only read it, so
+    SessionStart injects it at the cost of one row. `facts` holds what a delta compares (hot files, topics,
+    the newest episode), and a window's view keeps the facts it was shown, so its delta says what is new to it.
+    """
+    run_script(
+        db,
+        """
+        CREATE TABLE workspace_index (
+            workspace_id INTEGER PRIMARY KEY REFERENCES workspaces(id),
+            version INTEGER NOT NULL,          -- bumped only when the text changes
+            body TEXT NOT NULL,                -- everything but the tool reference, which depends on the route
+            facts TEXT NOT NULL,               -- JSON, see codeoid.workspace_index.Facts
+            built_at REAL NOT NULL
+        );
+        CREATE TABLE workspace_index_views (
+            backing_session_id TEXT PRIMARY KEY,
+            workspace_id INTEGER NOT NULL,
+            version INTEGER NOT NULL,
+            facts TEXT NOT NULL,
+            shown_at REAL NOT NULL
+        );
+        """,
+    )
+
+
 def migrate(db: sqlite3.Connection, upto: str | None = None) -> list[str]:
     """Apply every migration not yet recorded (stopping after `upto` if given); return the names applied."""
     if _is_current(db, upto):

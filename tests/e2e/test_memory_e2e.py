@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -41,3 +44,31 @@ def test_a_later_session_recalls_and_opens_an_earlier_tool_output_verbatim(rig: 
     opened = [result for tool_id, result in results.items() if tool_id not in (recall.id, earlier.id)]
     assert len(opened) == 1 and not opened[0].is_error
     assert f"episode {holder['id']}" in opened[0].text and marker in opened[0].text
+
+
+def request_texts(body: dict) -> list[str]:
+    """Every text a request carries: the system prompt's blocks and each message's text blocks."""
+    system = body.get("system") or []
+    texts = [system] if isinstance(system, str) else [block.get("text", "") for block in system]
+    for message in body["messages"]:
+        content = message["content"]
+        texts += [content] if isinstance(content, str) else [block.get("text", "") for block in content]
+    return texts
+
+
+@pytest.mark.e2e
+def test_a_new_session_starts_with_the_workspace_index(rig: ClaudeRig) -> None:
+    rig.install_codeoid()
+    rig.api.add(Reply([bash("cat README.md")]), "It is the e2e project.")
+    assert rig.run("what is this project about?").exit_code == 0
+    built = subprocess.run([str(Path(sys.executable).parent / "codeoid"), "index"], cwd=rig.project, env=rig.env,
+                           capture_output=True, text=True, timeout=120)
+    assert built.returncode == 0, built.stderr
+    index = built.stdout.strip()
+    assert '"what is this project about?"' in index
+
+    rig.api.add("I remember the README.")
+    second = rig.run("what do you remember?")
+    assert second.exit_code == 0, second.describe()
+    texts = request_texts(second.main_requests[0].body)
+    assert any(index in text for text in texts), texts
