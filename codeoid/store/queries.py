@@ -135,11 +135,15 @@ def search_bm25(db: sqlite3.Connection, query: str, *, workspace_id: int | None 
     catch_up_fts(db)
     states = ("live", "archived", "retracted") if include_retracted else SEARCHABLE_STATES
     filters, params = _recall_filters(states, workspace_id, skip_live_of, exclude_origins)
+    # Rank ids first and read whole rows only for the winners: sorting `e.*` would carry the text of every
+    # matching episode through the sorter (100k episodes: ~10x slower).
     return _rows(db.execute(
-        f"""SELECT e.*, -bm25(episodes_fts) AS score FROM episodes_fts
-            JOIN episodes e ON e.id = episodes_fts.rowid
-            WHERE episodes_fts MATCH ? AND {' AND '.join(filters)}
-            ORDER BY bm25(episodes_fts) LIMIT ?""",
+        f"""SELECT e.*, ranked.score FROM (
+                SELECT e.id AS id, -bm25(episodes_fts) AS score FROM episodes_fts
+                JOIN episodes e ON e.id = episodes_fts.rowid
+                WHERE episodes_fts MATCH ? AND {' AND '.join(filters)}
+                ORDER BY bm25(episodes_fts) LIMIT ?
+            ) AS ranked JOIN episodes e ON e.id = ranked.id ORDER BY ranked.score DESC""",
         (match, *params, limit),
     ))
 

@@ -1,0 +1,187 @@
+"""Recall through MCP at scale: the real `codeoid-mcp` process over the SDK's stdio client, a store of 10k and
+100k episodes, and a Chroma collection with one vector per episode.
+
+Episode text is real source code (lines of the Python packages installed beside codeoid) arranged as a coding
+session stores it: prompts, answers, and tool results of 40 lines, so BM25 ranks over realistic vocabulary and
+lengths. Vectors for the bulk are synthetic unit vectors (embedding 100k episodes would take hours on this VM and
+says nothing about query latency); the query is embedded by the real model inside the server, as in use.
+Reported: time to the first `tools/list`, recall round-trip p50/p95 (fused: BM25 + vector), the server's RSS
+after the queries, and the Chroma server's RSS.
+
+    .venv/bin/python benchmarks/recall_latency.py [--episodes 10000,100000] [--queries 200] [--markdown]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import signal
+import sys
+import sysconfig
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+import numpy as np
+import psutil
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
+
+SOURCE_PACKAGES = ("click", "httpx", "mcp", "pydantic", "chromadb")
+TOOL_LINES = 40
+BATCH = 2000
+
+
+def source_lines(limit: int = 400_000) -> list[str]:
+    """Non-blank lines of real Python source, in a fixed order."""
+    site = Path(sysconfig.get_paths()["purelib"])
+    lines: list[str] = []
+    for package in SOURCE_PACKAGES:
+        for path in sorted((site / package).rglob("*.py")):
+            lines += [line.rstrip() for line in path.read_text(errors="replace").splitlines() if line.strip()]
+            if len(lines) >= limit:
+                return lines
+    return lines
+
+
+def fill_store(count: int, lines: list[str]) -> tuple[Any, int]:
+    """A store of `count` episodes in one workspace (40% prompts, 30% answers, 30% 40-line tool results)."""
+    from test_mcp_server import Memory, git_project
+
+    from codeoid.store import capture, queries
+    from codeoid.store import db as store_db
+
+    home = Path(os.environ["CODEOID_HOME"])
+    memory = Memory(home, git_project(home.parent / "project"))
+    rng = random.Random(7)
+    owner = memory.backing("bench")
+    for start in range(0, count, BATCH):
+        with store_db.write_transaction(memory.db):
+            for n in range(start, min(count, start + BATCH)):
+                at = rng.randrange(len(lines) - TOOL_LINES)
+                now = memory.now()
+                if n % 10 < 4:
+                    capture.add_user_turn(memory.db, owner, prompt=f"why does {lines[at].strip()[:80]} fail?",
+                                          prompt_id=f"p{n}", origin="user", now=now)
+                elif n % 10 < 7:
+                    capture.add_assistant_message(memory.db, owner, message_id=f"m{n}",
+                                                  text="\n".join(lines[at:at + 5]), now=now)
+                else:
+                    capture.add_tool_call(
+                        memory.db, owner, tool_name="Bash", tool_use_id=f"t{n}",
+                        tool_input={"command": f"sed -n {at},{at + TOOL_LINES}p src/module_{n % 97}.py"},
+                        response={"stdout": "\n".join(lines[at:at + TOOL_LINES]), "stderr": "",
+                                  "interrupted": False},
+                        error=None, agent_id=None, now=now,
+                    )
+    while queries.catch_up_fts(memory.db, batch=5000):
+        pass
+    return memory, memory.db.execute("SELECT max(id) FROM episodes").fetchone()[0]
+
+
+def fill_vectors(memory: Any, newest: int) -> None:
+    """One unit vector per episode in the workspace's collection, and the watermark that says they are there."""
+    import chromadb
+
+    from codeoid import chroma_server
+    from codeoid.embedding import default_embedder
+    from codeoid.store import queries
+    from codeoid.vector_index import Chunk, VectorIndex, collection_name, workspace_index_id
+
+    workspace_id = queries.workspace_id_for(memory.db, str(memory.project))
+    workspace = workspace_index_id(*queries.workspace_ids(memory.db, workspace_id))
+    VectorIndex().add_chunks(workspace, [Chunk(1, 0, 1, 1, "a first real chunk creates the collection")])
+    port = int(chroma_server.server_url().rsplit(":", 1)[1])
+    collection = chromadb.HttpClient(host="127.0.0.1", port=port).get_collection(collection_name(workspace))
+    dimension = default_embedder().dimension
+    rng = np.random.default_rng(5)
+    for start in range(1, newest + 1, 1000):
+        ids = range(start, min(newest, start + 999) + 1)
+        block = rng.standard_normal((len(ids), dimension)).astype(np.float32)
+        block /= np.linalg.norm(block, axis=1, keepdims=True)
+        collection.upsert(ids=[f"{i}:0" for i in ids], embeddings=list(block),
+                          documents=[f"episode {i}" for i in ids],
+                          metadatas=[{"episode_id": i, "chunk": 0, "start_line": 1, "end_line": 1} for i in ids])
+    memory.db.execute("UPDATE vector_progress SET indexed_upto = ?, claimed_upto = ?", (newest, newest))
+
+
+def measure(memory: Any, questions: list[str]) -> dict[str, float]:
+    from mcp.client.session import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+    from test_mcp_server import SERVER
+
+    from codeoid import chroma_server
+
+    async def session() -> dict[str, float]:
+        params = StdioServerParameters(command=SERVER, cwd=str(memory.project),
+                                       env={**os.environ, "CLAUDE_PROJECT_DIR": str(memory.project)})
+        started = time.perf_counter()
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as client:
+            await client.initialize()
+            await client.list_tools()
+            first_list = time.perf_counter() - started
+            answer = await client.call_tool("recall", {"query": questions[0]})  # loads the model
+            text = "\n".join(getattr(block, "text", "") for block in answer.content)
+            assert "BM25 + semantic" in text or "semantic" in text, text[:300]
+            times = []
+            for question in questions:
+                begin = time.perf_counter()
+                await client.call_tool("recall", {"query": question})
+                times.append((time.perf_counter() - begin) * 1000)
+            server = next(p for p in psutil.Process().children(recursive=True)
+                          if "codeoid-mcp" in " ".join(p.cmdline()))
+            rss = server.memory_info().rss
+        chroma = chroma_server.running_server()
+        chroma_rss = psutil.Process(chroma.chroma_pid).memory_info().rss if chroma else 0
+        return {"first_list_s": first_list, "p50_ms": float(np.percentile(times, 50)),
+                "p95_ms": float(np.percentile(times, 95)), "server_rss_mb": rss / 2**20,
+                "chroma_rss_mb": chroma_rss / 2**20}
+
+    return anyio.run(session)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--episodes", default="10000,100000")
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--markdown", action="store_true")
+    args = parser.parse_args()
+    signal.signal(signal.SIGTERM, lambda _signum, _frame: sys.exit(143))
+    lines = source_lines()
+    rng = random.Random(11)
+    questions = [" ".join(rng.sample(lines[rng.randrange(len(lines))].split() or ["retry"], 1) +
+                          rng.sample(("timeout", "failing test", "the parser", "config error", "why"), 2))
+                 for _ in range(args.queries)]
+    rows = []
+    for count in (int(n) for n in args.episodes.split(",")):
+        with tempfile.TemporaryDirectory() as scratch:
+            os.environ["CODEOID_HOME"] = os.path.join(scratch, "home")
+            os.environ.pop("CODEOID_CHROMA_URL", None)
+            from codeoid import chroma_server
+
+            try:
+                began = time.perf_counter()
+                memory, newest = fill_store(count, lines)
+                fill_vectors(memory, newest)
+                print(f"{count:,} episodes stored and vectors loaded in {time.perf_counter() - began:.0f} s",
+                      file=sys.stderr)
+                rows.append((count, measure(memory, questions)))
+                memory.db.close()
+            finally:
+                chroma_server.stop_server()
+    for count, row in rows:
+        if args.markdown:
+            print(f"| recall through MCP at {count:,} episodes (fused) | p50 {row['p50_ms']:.1f} ms, "
+                  f"p95 {row['p95_ms']:.1f} ms |")
+            print(f"| `codeoid-mcp` RSS / chroma server RSS at {count:,} | {row['server_rss_mb']:.0f} MB / "
+                  f"{row['chroma_rss_mb']:.0f} MB |")
+            print(f"| first `tools/list` after spawn ({count:,} episodes) | {row['first_list_s']:.2f} s |")
+        else:
+            print(count, {key: round(value, 2) for key, value in row.items()})
+
+
+if __name__ == "__main__":
+    main()
