@@ -33,7 +33,7 @@ from codeoid.mcp_server.pages import (
 )
 from codeoid.render import one_line
 from codeoid.store import db as store_db
-from codeoid.store import queries, raw
+from codeoid.store import ledger, queries, raw
 from codeoid.store.queries import Row
 from codeoid.workspace import identify
 
@@ -139,7 +139,9 @@ class MemoryTools:
                 found = raw.get_raw_output(db, wanted)
                 if found is None or workspace_id is None or queries.raw_output_workspace(db, wanted) != workspace_id:
                     raise ToolError(f"No raw output {wanted} in this workspace.")
-                return _raw_output_text(db, found, start_line, end_line, output_budget())
+                text = _raw_output_text(db, found, start_line, end_line, output_budget())
+                self._charge_back(db, wanted, text, start_line, end_line)
+                return text
             if not wanted.isdigit():
                 raise ToolError(f"{episode_id!r} is not an episode id (a number such as 42) or a raw output id "
                                 "(raw-...).")
@@ -147,6 +149,16 @@ class MemoryTools:
         if row is None or row["workspace_id"] != workspace_id:
             raise ToolError(f"No episode {wanted} in this workspace.")
         return _episode_text(row, start_line, end_line, output_budget())
+
+    def _charge_back(self, db: sqlite3.Connection, raw_id: str, text: str, start_line: int | None,
+                     end_line: int | None) -> None:
+        """The model pays for what it reads of a raw output: charge it against that output's savings. A busy
+        store costs the ledger one entry, never the model its answer."""
+        try:
+            ledger.charge_read(db, raw_id, text, reader="get_episode", backing_session_id=self._caller(db),
+                               start_line=start_line, end_line=end_line)
+        except (store_db.StoreUnavailable, sqlite3.Error) as error:
+            log("mcp", f"{raw_id}: read not charged to the savings ledger ({error})")
 
     def _caller(self, db: sqlite3.Connection) -> str | None:
         return retrieval.caller_backing_session(

@@ -233,6 +233,36 @@ def m004_vector_index(db: sqlite3.Connection) -> None:
     )
 
 
+@migration
+def m005_savings_ledger(db: sqlite3.Connection) -> None:
+    """What `codeoid gain` adds up: the rule that compressed a raw output and what the model was shown instead,
+    and every later read of the raw bytes that the model paid for in its window.
+
+    `shown_size` stays NULL until the compressor records it (a run from before this migration, or one cut short
+    before it could write): the ledger counts such a run as saving nothing. `rule` is NULL when the output passed
+    through unchanged.
+    """
+    run_script(
+        db,
+        """
+        ALTER TABLE raw_outputs ADD COLUMN rule TEXT;
+        ALTER TABLE raw_outputs ADD COLUMN shown_size INTEGER;
+        CREATE TABLE raw_output_reads (
+            id INTEGER PRIMARY KEY,
+            raw_output_id TEXT NOT NULL REFERENCES raw_outputs(id),
+            reader TEXT NOT NULL,              -- what read it for the model, e.g. get_episode
+            backing_session_id TEXT,           -- the Claude Code session that asked, when known
+            start_line INTEGER,
+            end_line INTEGER,
+            bytes INTEGER NOT NULL,            -- UTF-8 size of what the read returned
+            tokens INTEGER NOT NULL,           -- its estimated tokens
+            created_at REAL NOT NULL
+        );
+        CREATE INDEX raw_output_reads_raw ON raw_output_reads(raw_output_id);
+        """,
+    )
+
+
 def migrate(db: sqlite3.Connection, upto: str | None = None) -> list[str]:
     """Apply every migration not yet recorded (stopping after `upto` if given); return the names applied."""
     if _is_current(db, upto):
