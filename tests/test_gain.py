@@ -13,12 +13,13 @@ import signal
 import sqlite3
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from conftest import executable
-from test_compress_cli import Output, wait_until_read
+from test_compress_cli import RULES, Output, seq_bytes, wait_until_read
 from test_mcp_server import Memory, serve
 
 from codeoid import paths
@@ -146,27 +147,15 @@ def test_a_pass_through_saves_nothing_and_codeoids_own_lines_count_against_it(tm
     assert accounts["total"]["saved_bytes"] == account["saved_bytes"]
 
 
-RULES = """
-[[rule]]
-name = "test-seq"
-match = { program = ["seq"] }
-head = 5
-tail = 3
-"""
-
-
 @pytest.fixture
 def seq_project(tmp_path: Path, codeoid_home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A project with the `test-seq` rule of test_compress_cli, as the current directory."""
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     root = tmp_path / "project"
     (root / ".codeoid" / "rules").mkdir(parents=True)
     (root / ".codeoid" / "rules" / "test.toml").write_text(RULES)
     monkeypatch.chdir(root)
     return root
-
-
-def seq_bytes(count: int) -> bytes:
-    return "".join(f"{i}\n" for i in range(1, count + 1)).encode()
 
 
 def test_a_run_cut_short_by_sigterm_counts_only_what_was_archived_and_printed(seq_project: Path) -> None:
@@ -213,7 +202,7 @@ def test_a_run_whose_ledger_entry_cannot_be_written_claims_no_saving(seq_project
 
 
 @pytest.fixture
-def memory(tmp_path: Path, codeoid_home: Path) -> Any:
+def memory(tmp_path: Path, codeoid_home: Path) -> Iterator[Memory]:
     project = git_repo_with_changes(tmp_path / "project")
     found = Memory(codeoid_home, project)
     try:
