@@ -8,6 +8,10 @@ everything after it, unchanged. The same hand-over serves an engine error and a 
 An output that stays within the engine's hold (256 KiB by default) is not archived unless it is compressed: a
 small output passes through unchanged, the model sees it whole in the tool result, and the store keeps it there.
 
+When the archive is closed (or a signal cuts the run short), the relay records for the savings ledger the rule
+that removed lines and how many bytes it printed; a store that refuses that write costs the ledger its entry
+(the run then counts as saving nothing), never the command its output.
+
 The relay writes with `os.write` to a descriptor so a closed reader (EPIPE) only stops the printing: the relay
 keeps reading, so the command writing into it never dies of a broken pipe.
 """
