@@ -239,6 +239,29 @@ def test_reads_of_a_raw_output_through_mcp_are_charged_back_each_time_and_the_cl
     assert gain("--session", "someone-else", cwd=memory.project)["total"]["runs"] == 0
 
 
+def test_a_recall_file_answered_from_a_raw_output_is_charged_back_too(memory: Memory) -> None:
+    rules = memory.project / ".codeoid" / "rules"
+    rules.mkdir(parents=True)
+    rules.joinpath("logs.toml").write_text('[[rule]]\nname = "long-logs"\nmatch = { program = ["cat"] }\n'
+                                           'head = 20\ntail = 5\n')
+    (memory.project / "build.log").write_text("".join(f"step {index}: compiled unit_{index}.o\n"
+                                                      for index in range(2000)))
+    done = compress("--tool-use-id", "toolu_cat", "--", "cat", "build.log", cwd=memory.project)
+    owner = memory.backing("bs-1")
+    memory.tool(owner, "Bash", {"command": "cat build.log"}, {"stdout": done.stdout.decode(), "stderr": "",
+                                                              "interrupted": False}, raw_output_id="raw-toolu_cat")
+
+    (found,) = serve(memory, ("recall_file", {"path": "build.log"}))
+    accounts = gain(cwd=memory.project)
+
+    assert not found.is_error and "Shown from raw output raw-toolu_cat" in found.text
+    assert "step 1000: compiled unit_1000.o" in found.text  # the raw bytes, not the compressed view
+    (account,) = accounts["by_rule"]
+    assert (account["key"], account["reads"], account["charged_bytes"], account["charged_tokens"]) == (
+        "long-logs", 1, len(found.text.encode()), tokens(len(found.text)))
+    assert account["net_bytes"] == account["saved_bytes"] - len(found.text.encode())
+
+
 def test_a_store_from_the_m004_schema_upgrades_and_its_old_outputs_claim_no_saving(seq_project: Path) -> None:
     paths.ensure_private_dir(os.path.dirname(paths.database_path()))
     old = sqlite3.connect(paths.database_path(), isolation_level=None)
