@@ -230,6 +230,52 @@ def search(query: str, limit: int, as_json: bool, all_workspaces: bool) -> None:
 
 
 @cli.command()
+@click.option("--session", "session_id", help="Only the raw outputs of this codeoid session.")
+@click.option("--json", "as_json", is_flag=True, help="Print every account as JSON.")
+@_scope_option
+def gain(session_id: str | None, as_json: bool, all_workspaces: bool) -> None:
+    """Bytes and estimated tokens compression kept out of the model's window, per rule, per session and in
+    total, less what the model read back of the raw outputs (charged back on every read)."""
+    from codeoid.store import ledger
+
+    with _store() as db:
+        workspace_id = None if session_id else _workspace_id(db, all_workspaces)
+        accounts = ledger.gain(db, workspace_id=workspace_id, session_id=session_id)
+    if as_json:
+        _print_json(accounts)
+        return
+    if not accounts["total"]["runs"]:
+        click.echo("No compressed output is recorded here yet.")
+        return
+    click.echo("Sizes in bytes; ~tok is estimated tokens (4 bytes a token). saved = raw - shown; "
+               "net = saved - charged (what the model read back).")
+    for title, rows in (("rule", accounts["by_rule"]), ("session", accounts["by_session"]),
+                        ("", [accounts["total"]])):
+        click.echo("")
+        for line in _gain_table(title, rows):
+            click.echo(line)
+
+
+_GAIN_COLUMNS = (("runs", "runs"), ("raw", "raw_bytes"), ("shown", "shown_bytes"), ("saved", "saved_bytes"),
+                 ("~tok", "saved_tokens"), ("reads", "reads"), ("charged", "charged_bytes"),
+                 ("~tok", "charged_tokens"), ("net", "net_bytes"), ("~tok", "net_tokens"))
+
+
+def _gain_table(title: str, rows: list[dict[str, Any]]) -> list[str]:
+    """Right-aligned columns with thousands separators, the key column as wide as its longest entry."""
+    cells = [[f"{row[field]:,}" for _, field in _GAIN_COLUMNS] for row in rows]
+    widths = [max(len(heading), *(len(line[index]) for line in cells))
+              for index, (heading, _) in enumerate(_GAIN_COLUMNS)]
+    key_width = max(len(title), *(len(str(row["key"])) for row in rows))
+    lines = ["  ".join([title.ljust(key_width), *(heading.rjust(width) for (heading, _), width
+                                                   in zip(_GAIN_COLUMNS, widths, strict=True))])]
+    for row, line in zip(rows, cells, strict=True):
+        lines.append("  ".join([str(row["key"]).ljust(key_width),
+                                *(cell.rjust(width) for cell, width in zip(line, widths, strict=True))]))
+    return lines
+
+
+@cli.command()
 def reindex() -> None:
     """Rebuild the vector index from the store: every workspace's collection dropped and refilled."""
     from codeoid.indexer import Indexer

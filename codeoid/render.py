@@ -174,7 +174,12 @@ def one_line(text: str, width: int = SUMMARY_WIDTH) -> str:
 
 def estimate_tokens(text: str) -> int:
     """About four characters a token for English and code; callers that must not overflow divide by three."""
-    return (len(text) + 3) // 4
+    return estimate_tokens_of_size(len(text))
+
+
+def estimate_tokens_of_size(size: int) -> int:
+    """The same rate for a size alone (the savings ledger knows byte counts, not text); negative stays negative."""
+    return (size + 3) // 4 if size >= 0 else -estimate_tokens_of_size(-size)
 
 
 def _maybe_json(text: str) -> Any:

@@ -8,6 +8,10 @@ everything after it, unchanged. The same hand-over serves an engine error and a 
 An output that stays within the engine's hold (256 KiB by default) is not archived unless it is compressed: a
 small output passes through unchanged, the model sees it whole in the tool result, and the store keeps it there.
 
+When the archive is closed (or a signal cuts the run short), the relay records for the savings ledger the rule
+that removed lines and how many bytes it printed; a store that refuses that write costs the ledger its entry
+(the run then counts as saving nothing), never the command its output.
+
 The relay writes with `os.write` to a descriptor so a closed reader (EPIPE) only stops the printing: the relay
 keeps reading, so the command writing into it never dies of a broken pipe.
 """
@@ -23,6 +27,7 @@ from codeoid.compressors.engine import MARKER, Compressor, Thresholds
 from codeoid.compressors.rules import Rule
 from codeoid.log import log
 from codeoid.store import db as store_db
+from codeoid.store.ledger import record_shown
 from codeoid.store.raw import RawOutputWriter
 
 # Engine verdicts under which `finish()` returned the raw bytes themselves.
@@ -65,6 +70,7 @@ class Relay:
         self._raw = False  # everything from here on is copied unchanged
         self._sink_open = True
         self._ends_with_newline = True
+        self.shown_size = 0  # bytes printed for the reader, for the savings ledger
 
     def feed(self, chunk: bytes) -> None:
         if self._writer is not None and not self._archive(chunk):
@@ -108,9 +114,9 @@ class Relay:
                     self._emit_derived(out)
                 else:
                     self._emit(b"".join(self._held))  # compressed but not archived: the raw held bytes instead
-        self._close_archive(exit_status)
-        if self._derived:
-            self._emit_footer(self._compressor.result.describe())
+        footer = self._footer_bytes(self._compressor.result.describe()) if self._derived else b""
+        self._close_archive(exit_status, shown_size=self.shown_size + len(footer))
+        self._emit(footer)
 
     def interrupt(self) -> None:
         """SIGTERM/SIGINT: write what the engine still holds, raw, at once; keep what is archived."""
@@ -122,7 +128,12 @@ class Relay:
             except (store_db.StoreUnavailable, sqlite3.Error):
                 pass
         if self._derived:
-            self._emit_footer("interrupted; what was left out is archived")
+            self._emit(self._footer_bytes("interrupted; what was left out is archived"))
+        if self._db is not None:
+            try:
+                record_shown(self._db, self.spec.raw_id, rule=self._rule_applied(), shown_size=self.shown_size)
+            except (store_db.StoreUnavailable, sqlite3.Error):
+                pass  # the ledger then counts this run as saving nothing; the output is what matters now
 
     def footer(self, description: str) -> str:
         raw_id = self.spec.raw_id
@@ -162,12 +173,14 @@ class Relay:
             return False
         return True
 
-    def _close_archive(self, exit_status: int | None) -> None:
+    def _close_archive(self, exit_status: int | None, *, shown_size: int) -> None:
+        """Mark the archive complete and record for the ledger what the reader is shown instead of it."""
         if self._writer is None or self._db is None:
             return
         try:
             self._writer.finish(exit_status=exit_status,
                                 duration_ms=int((time.monotonic() - self.started) * 1000))
+            record_shown(self._db, self.spec.raw_id, rule=self._rule_applied(), shown_size=shown_size)
         except (store_db.StoreUnavailable, sqlite3.Error, OSError) as error:
             log("compress", f"{self.spec.raw_id}: could not close the archive ({error})")
         finally:
@@ -189,9 +202,13 @@ class Relay:
             self._emit(data)
         self._emit(chunk)
 
-    def _emit_footer(self, description: str) -> None:
+    def _rule_applied(self) -> str | None:
+        """The rule's name when it left lines out; None when the output went through whole (passed through)."""
+        return self.rule.name if self._compressor.result.lines_removed else None
+
+    def _footer_bytes(self, description: str) -> bytes:
         newline = b"" if self._ends_with_newline else b"\n"
-        self._emit(newline + MARKER + self.footer(description).encode("utf-8", "surrogateescape") + b"\n")
+        return newline + MARKER + self.footer(description).encode("utf-8", "surrogateescape") + b"\n"
 
     def _emit_derived(self, data: bytes) -> None:
         """The engine's output (possibly empty: it may hold or omit lines); once the archive exists, whatever is
@@ -202,6 +219,7 @@ class Relay:
     def _emit(self, data: bytes) -> None:
         if not data:
             return
+        self.shown_size += len(data)
         self._ends_with_newline = data.endswith(b"\n")
         if not self._sink_open:
             return

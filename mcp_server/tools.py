@@ -33,7 +33,7 @@ from codeoid.mcp_server.pages import (
 )
 from codeoid.render import one_line
 from codeoid.store import db as store_db
-from codeoid.store import queries, raw
+from codeoid.store import ledger, queries, raw
 from codeoid.store.queries import Row
 from codeoid.workspace import identify
 
@@ -88,20 +88,23 @@ class MemoryTools:
         """Return the most recent stored read of a file in this workspace, verbatim (a Read result, also a
         partial one, or the output of `cat <file>`), and whether the file changed on disk since then."""
         wanted = self._workspace_path(path)
+        shown = os.path.relpath(wanted, self.root)
         with self._store() as db:
             workspace_id = queries.workspace_id_for(db, self.project_dir)
             found = None
             if workspace_id is not None:
                 found = retrieval.latest_file_read(db, workspace_id, wanted, default_cwd=self.project_dir)
-            caller = self._caller(db) if found is not None else None
-        shown = os.path.relpath(wanted, self.root)
-        if found is None:
-            on_disk = f"It is on disk now ({os.path.getsize(wanted):,} bytes)." if os.path.isfile(wanted) else (
-                "It does not exist on disk now.")
-            return (f"No stored read of {shown} in this workspace (Read results and `cat {shown}` outputs are "
-                    f"searched). {on_disk}")
-        return _file_read_text(found, wanted, shown, in_window=caller is not None
-                               and found.backing_session_id == caller and found.state == "live")
+            if found is not None:
+                caller = self._caller(db)
+                text = _file_read_text(found, wanted, shown, in_window=caller is not None
+                                       and found.backing_session_id == caller and found.state == "live")
+                if found.raw_output_id is not None:
+                    self._charge_back(db, found.raw_output_id, text, reader="recall_file")
+                return text
+        on_disk = f"It is on disk now ({os.path.getsize(wanted):,} bytes)." if os.path.isfile(wanted) else (
+            "It does not exist on disk now.")
+        return (f"No stored read of {shown} in this workspace (Read results and `cat {shown}` outputs are "
+                f"searched). {on_disk}")
 
     def timeline(
         self,
@@ -139,7 +142,10 @@ class MemoryTools:
                 found = raw.get_raw_output(db, wanted)
                 if found is None or workspace_id is None or queries.raw_output_workspace(db, wanted) != workspace_id:
                     raise ToolError(f"No raw output {wanted} in this workspace.")
-                return _raw_output_text(db, found, start_line, end_line, output_budget())
+                text = _raw_output_text(db, found, start_line, end_line, output_budget())
+                self._charge_back(db, wanted, text, reader="get_episode", start_line=start_line,
+                                  end_line=end_line)
+                return text
             if not wanted.isdigit():
                 raise ToolError(f"{episode_id!r} is not an episode id (a number such as 42) or a raw output id "
                                 "(raw-...).")
@@ -147,6 +153,16 @@ class MemoryTools:
         if row is None or row["workspace_id"] != workspace_id:
             raise ToolError(f"No episode {wanted} in this workspace.")
         return _episode_text(row, start_line, end_line, output_budget())
+
+    def _charge_back(self, db: sqlite3.Connection, raw_id: str, text: str, *, reader: str,
+                     start_line: int | None = None, end_line: int | None = None) -> None:
+        """The model pays for what it reads of a raw output: charge it against that output's savings. A busy
+        store costs the ledger one entry, never the model its answer."""
+        try:
+            ledger.charge_read(db, raw_id, text, reader=reader, backing_session_id=self._caller(db),
+                               start_line=start_line, end_line=end_line)
+        except (store_db.StoreUnavailable, sqlite3.Error) as error:
+            log("mcp", f"{raw_id}: read not charged to the savings ledger ({error})")
 
     def _caller(self, db: sqlite3.Connection) -> str | None:
         return retrieval.caller_backing_session(

@@ -234,6 +234,36 @@ def m004_vector_index(db: sqlite3.Connection) -> None:
 
 
 @migration
+def m005_savings_ledger(db: sqlite3.Connection) -> None:
+    """What `codeoid gain` adds up: the rule that compressed a raw output and what the model was shown instead,
+    and every later read of the raw bytes that the model paid for in its window.
+
+    `shown_size` stays NULL until the compressor records it (a run from before this migration, or one cut short
+    before it could write): the ledger counts such a run as saving nothing. `rule` is NULL when the output passed
+    through unchanged.
+    """
+    run_script(
+        db,
+        """
+        ALTER TABLE raw_outputs ADD COLUMN rule TEXT;
+        ALTER TABLE raw_outputs ADD COLUMN shown_size INTEGER;
+        CREATE TABLE raw_output_reads (
+            id INTEGER PRIMARY KEY,
+            raw_output_id TEXT NOT NULL REFERENCES raw_outputs(id),
+            reader TEXT NOT NULL,              -- what read it for the model, e.g. get_episode
+            backing_session_id TEXT,           -- the Claude Code session that asked, when known
+            start_line INTEGER,
+            end_line INTEGER,
+            bytes INTEGER NOT NULL,            -- UTF-8 size of what the read returned
+            tokens INTEGER NOT NULL,           -- its estimated tokens
+            created_at REAL NOT NULL
+        );
+        CREATE INDEX raw_output_reads_raw ON raw_output_reads(raw_output_id);
+        """,
+    )
+
+
+@migration
 def m006_workspace_index(db: sqlite3.Connection) -> None:
     """The prebuilt workspace index, and what each window was last shown of it.
 
@@ -248,7 +278,7 @@ def m006_workspace_index(db: sqlite3.Connection) -> None:
             workspace_id INTEGER PRIMARY KEY REFERENCES workspaces(id),
             version INTEGER NOT NULL,          -- bumped only when the text changes
             body TEXT NOT NULL,                -- everything but the tool reference, which depends on the route
-            facts TEXT NOT NULL,               -- JSON, see codeoid.workspace_index.Facts
+            facts TEXT NOT NULL,               -- JSON from codeoid.workspace_index.gather
             built_at REAL NOT NULL
         );
         CREATE TABLE workspace_index_views (

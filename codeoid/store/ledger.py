@@ -1,0 +1,87 @@
+"""The savings ledger: what compression kept out of the model's window, less what the model read back later.
+
+A compressed run saves `stdout_size - shown_size` bytes (the raw stdout less what `codeoid-compress` printed,
+footer and marker lines included, so a run that removed nothing costs a little). A run whose shown size was never
+recorded (archived before the ledger existed, or cut short before it could write) saves nothing: the ledger
+claims no saving it cannot show. Each read of the raw bytes for the model is charged back, every time: the
+window paid for each. Tokens are estimated at `render`'s rate, from byte counts.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from typing import Any
+
+from codeoid.render import estimate_tokens, estimate_tokens_of_size
+from codeoid.store.db import write_transaction
+
+PASSED_THROUGH = "(passed through)"
+NOT_RECORDED = "(not recorded)"
+BY_HAND = "(by hand)"
+
+# One row per raw output in scope: its rule label, session and sizes, with its reads summed.
+_RUNS = """
+    SELECT CASE WHEN r.shown_size IS NULL THEN :not_recorded
+                WHEN r.rule IS NULL THEN :passed_through ELSE r.rule END AS rule,
+           coalesce(r.session_id, :by_hand) AS session,
+           r.stdout_size AS raw_bytes,
+           coalesce(r.shown_size, r.stdout_size) AS shown_bytes,
+           coalesce(c.reads, 0) AS reads,
+           coalesce(c.bytes, 0) AS charged_bytes,
+           coalesce(c.tokens, 0) AS charged_tokens,
+           r.created_at AS created_at
+    FROM raw_outputs r
+    LEFT JOIN (SELECT raw_output_id, count(*) AS reads, sum(bytes) AS bytes, sum(tokens) AS tokens
+               FROM raw_output_reads GROUP BY raw_output_id) c ON c.raw_output_id = r.id
+    WHERE (:workspace_id IS NULL OR coalesce(r.workspace_id,
+               (SELECT s.workspace_id FROM sessions s WHERE s.id = r.session_id)) = :workspace_id)
+      AND (:session_id IS NULL OR r.session_id = :session_id)
+"""
+
+
+def record_shown(db: sqlite3.Connection, raw_id: str, *, rule: str | None, shown_size: int) -> None:
+    """What the model was shown instead of the raw stdout, and the rule that made it (None: passed through)."""
+    with write_transaction(db):
+        db.execute("UPDATE raw_outputs SET rule = ?, shown_size = ? WHERE id = ?", (rule, shown_size, raw_id))
+
+
+def charge_read(db: sqlite3.Connection, raw_id: str, text: str, *, reader: str, backing_session_id: str | None,
+                start_line: int | None, end_line: int | None) -> None:
+    """Charge one read of a raw output back against its savings: `text` is what the model received."""
+    with write_transaction(db):
+        db.execute(
+            "INSERT INTO raw_output_reads (raw_output_id, reader, backing_session_id, start_line, end_line, bytes,"
+            " tokens, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (raw_id, reader, backing_session_id, start_line, end_line,
+             len(text.encode("utf-8", "surrogatepass")), estimate_tokens(text), time.time()),
+        )
+
+
+def gain(db: sqlite3.Connection, *, workspace_id: int | None = None,
+         session_id: str | None = None) -> dict[str, Any]:
+    """The ledger in scope, summed per rule (most saved first), per session (newest first) and in total."""
+    params = {"not_recorded": NOT_RECORDED, "passed_through": PASSED_THROUGH, "by_hand": BY_HAND,
+              "workspace_id": workspace_id, "session_id": session_id}
+    sums = ("count(*) AS runs, coalesce(sum(raw_bytes), 0) AS raw_bytes, coalesce(sum(shown_bytes), 0) AS "
+            "shown_bytes, coalesce(sum(reads), 0) AS reads, coalesce(sum(charged_bytes), 0) AS charged_bytes, "
+            "coalesce(sum(charged_tokens), 0) AS charged_tokens")
+    by_rule = db.execute(
+        f"SELECT rule AS key, {sums} FROM ({_RUNS}) GROUP BY rule"
+        " ORDER BY sum(raw_bytes) - sum(shown_bytes) DESC, rule", params).fetchall()
+    by_session = db.execute(
+        f"SELECT session AS key, {sums} FROM ({_RUNS}) GROUP BY session ORDER BY max(created_at) DESC",
+        params).fetchall()
+    total = db.execute(f"SELECT 'total' AS key, {sums} FROM ({_RUNS})", params).fetchone()
+    return {"by_rule": [_account(row) for row in by_rule], "by_session": [_account(row) for row in by_session],
+            "total": _account(total)}
+
+
+def _account(row: tuple[Any, ...]) -> dict[str, Any]:
+    key, runs, raw_bytes, shown_bytes, reads, charged_bytes, charged_tokens = row
+    saved_bytes = raw_bytes - shown_bytes
+    saved_tokens = estimate_tokens_of_size(saved_bytes)
+    return {"key": key, "runs": runs, "raw_bytes": raw_bytes, "shown_bytes": shown_bytes,
+            "saved_bytes": saved_bytes, "saved_tokens": saved_tokens, "reads": reads,
+            "charged_bytes": charged_bytes, "charged_tokens": charged_tokens,
+            "net_bytes": saved_bytes - charged_bytes, "net_tokens": saved_tokens - charged_tokens}
