@@ -23,7 +23,7 @@ Engine (`engine.py`):
         .abandon() -> Iterator[bytes], .result -> CompressResult
     CompressResult(rule, raw_bytes, raw_lines, output_bytes, removed, passthrough); .describe() for a footer
     compress_bytes(rule, raw) -> (bytes, CompressResult)   whole outputs in memory (tests, benchmarks)
-    CompressionError, Thresholds(min_lines=40, min_bytes=1024, hold_bytes=256 KiB, min_saving=128,
+    CompressionError, Thresholds(min_lines=40, min_bytes=1024, hold_bytes=256 KiB, min_saving=512,
         max_line_bytes=1 MiB), MARKER
 
 Usage, as `codeoid-compress` would::

@@ -28,8 +28,9 @@ class Thresholds(NamedTuple):
     min_bytes: int = 1024
     # Held before anything is written: an output that ends within it is sent raw if compressing saves too little.
     hold_bytes: int = 256 * 1024
-    # Compressed output must be at least this many bytes smaller than raw (it will also carry a footer).
-    min_saving: int = 128
+    # Compressed output must be at least this many bytes smaller than raw: it will also carry a footer of about
+    # 200 bytes, and a compression that saves less than its footer costs the model more than the raw output.
+    min_saving: int = 512
     # A line longer than this stops compression: the rest of the output passes through unchanged.
     max_line_bytes: int = 1 << 20
 
