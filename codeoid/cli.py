@@ -290,7 +290,7 @@ def _supervise(claude_args: list[str], *, project_dir: str, session_id: str | No
     return supervisor.run()
 
 
-@cli.command(context_settings={"allow_interspersed_args": False})
+@cli.command()
 @click.argument("session")
 @click.argument("claude_args", nargs=-1, type=click.UNPROCESSED)
 @click.option("--at", "at_turn", type=click.IntRange(1), help="Fork after this turn (default: the last one).")
