@@ -147,12 +147,19 @@ def timeline(limit: int, offset: int, session_id: str | None, as_json: bool, all
     with _store() as db:
         workspace_id = None if session_id else _workspace_id(db, all_workspaces)
         rows = queries.timeline(db, workspace_id=workspace_id, session_id=session_id, offset=offset, limit=limit)
+        lineage = queries.session_lineage(db, session_id) if session_id else []
     if as_json:
         _print_json(rows)
         return
+    if len(lineage) > 1:
+        click.echo(f"session {session_id} is forked from {lineage[1][0]} at turn {lineage[1][1]}; its history "
+                   "starts with what it inherited:")
+        for ancestor, upto in lineage[1:]:
+            click.echo(f"  turns up to {upto} of {ancestor}, marked [from {ancestor[:8]}]")
     for row in rows:
         state = "" if row["state"] == "live" else f" [{row['state']}]"
-        click.echo(f"{row['id']:>6}  {_time(row['created_at'])}  {row['kind']:<9}{state} {row['summary']}")
+        inherited = f" [from {row['session_id'][:8]}]" if session_id and row["session_id"] != session_id else ""
+        click.echo(f"{row['id']:>6}  {_time(row['created_at'])}  {row['kind']:<9}{state}{inherited} {row['summary']}")
 
 
 @cli.command()
