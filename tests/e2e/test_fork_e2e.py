@@ -19,6 +19,7 @@ import pytest
 
 from .fake_anthropic import RecordedRequest, Reply, Text, ToolUse, bash
 from .rig import DEFAULT_MODEL, ClaudeRig
+from .tui import Terminal
 
 CODEOID = str(Path(sys.executable).parent / "codeoid")
 
@@ -152,3 +153,36 @@ def test_fork_carries_the_parents_turns_as_messages_and_recalls_its_episodes(rig
     assert [row["text"] for row in own if row["kind"] == "user"] == ["turn three of the fork: what next?"]
     assert {row["turn"] for row in own} == {3}
     assert not any(row["text"] == "Beta failed with exit 3." for row in own), "the parent's answer stored twice"
+
+
+@pytest.mark.e2e
+def test_fork_starts_interactively_under_the_supervisor_by_default(rig: ClaudeRig) -> None:
+    rig.install_codeoid()
+    rig.api.add("The parent's first answer: osprey-delta-58.")
+    first = rig.run("parent prompt one")
+    assert first.exit_code == 0, first.describe()
+    rig.api.add("The parent's second answer.")
+    assert rig.run("parent prompt two", "--resume", first.session_id).exit_code == 0
+    (parent_id,) = [row["id"] for row in rows(rig, "SELECT id FROM sessions")]
+
+    term = Terminal([CODEOID, "fork", parent_id, "--at", "1", "--", "--model", DEFAULT_MODEL],
+                    env={**rig.env, "CODEOID_CLAUDE_BIN": rig.claude_bin}, cwd=str(rig.project))
+    try:
+        term.wait_for("codeoid ctx", timeout=60)
+        requests_before = len(rig.api.requests)
+        rig.api.add("The fork's own answer.")
+        term.type_line("fork prompt")
+        term.wait_for("The fork's own answer.", timeout=60)
+        state = rig.supervisor_state()
+    finally:
+        term.close()
+
+    fork_id = next(row["id"] for row in rows(rig, "SELECT id FROM sessions") if row["id"] != parent_id)
+    assert state is not None and state["session_id"] == fork_id
+    first_request = next(r for r in rig.api.requests[requests_before:] if r.kind == "main")
+    said = [item for item in conversation(first_request) if item[1] == "text"]
+    assert said[1:] == [("user", "text", "parent prompt one"),
+                        ("assistant", "text", "The parent's first answer: osprey-delta-58."),
+                        ("user", "text", "fork prompt")]
+    assert rows(rig, "SELECT session_id, turn FROM episodes WHERE text = 'fork prompt'") == [
+        {"session_id": fork_id, "turn": 2}]
