@@ -21,6 +21,7 @@ from codeoid.fork.canonical import session_turns
 from codeoid.fork.fork import ForkRequest, create_fork
 from codeoid.fork.seed import Lineage, WindowTooSmall, first_message, newest_that_fit, notice
 from codeoid.fork.turns import ToolCall, Turn
+from codeoid.rotation.seed import split_seeded
 from codeoid.store import db, queries
 
 SEED = "<rotation_context>\nThis session continues in a fresh context window.\n</rotation_context>"
@@ -136,7 +137,8 @@ def test_the_newest_turns_are_kept_and_the_notice_points_to_recall_for_the_rest(
     assert "turns 2-3 follow; the 1 earlier turns are stored verbatim" in said
     assert "mcp__codeoid__recall(query)" in said and "named (parent-1) at turn 3" in said
     message = first_message(said, kept)
-    assert message.startswith(said) and message.count('<turn number="') == 2
+    assert split_seeded(message + "\n\nnext") == (message, "next"), "the whole message is one seed"
+    assert message.startswith(said.removesuffix("</fork_context>")) and message.count('<turn number="') == 2
 
 
 def test_a_window_too_small_for_the_newest_turn_is_an_error() -> None:
@@ -247,3 +249,32 @@ def test_the_timeline_of_a_fork_marks_what_it_inherited(
     assert lines[1] == "  turns up to 1 of durable-1, marked [from durable-]"
     assert any("[from durable-] user: count the words" in line for line in lines)
     assert not any("now the lines" in line or "Seven lines" in line for line in lines)
+
+
+def test_a_project_dir_claude_code_would_shorten_gets_the_history_as_a_first_message_stored_as_a_seed(
+        codeoid_home: Path, tmp_path: Path, claude_home: Path) -> None:
+    deep = tmp_path / ("a-long-directory-name-" * 10) / "project"
+    deep.mkdir(parents=True)
+    call = ToolCall("toolu_9", "Read", {"file_path": "/p/x"}, "file body")
+    start = claude.prepare([Turn(1, "read x", (call, "Read it."))], "<fork_context>\nNOTICE\n</fork_context>",
+                           config_dir=claude_home / ".claude", project_dir=str(deep), model=None)
+
+    assert start.transcript_path is None and start.first_message is not None
+    assert start.claude_args() == ["--session-id", start.claude_session_id]
+    assert not (claude_home / ".claude").exists()
+    assert '<tool_result id="toolu_9">\nfile body\n</tool_result>' in start.first_message
+
+    session = Session(deep, start.claude_session_id)
+    session.fire("SessionStart", source="startup")
+    session.fire("UserPromptSubmit", prompt=f"{start.first_message}\n\nwhat now?", prompt_id="pq")
+    stored = [(row["origin"], row["text"]) for row in episodes_of(start.claude_session_id)]
+    assert stored == [("user", "what now?"), ("seed", start.first_message)]
+
+
+def episodes_of(backing_session_id: str) -> list[dict[str, Any]]:
+    connection = db.connect()
+    try:
+        return [row for row in queries.timeline(connection, limit=1000) if row["backing_session_id"]
+                == backing_session_id]
+    finally:
+        connection.close()

@@ -13,11 +13,9 @@ import json
 from dataclasses import dataclass
 
 from codeoid.fork.turns import ToolCall, Turn
-from codeoid.rotation.seed import TOOLS
+from codeoid.rotation.seed import FORK_CLOSE, FORK_OPEN, TOOLS
 
 HISTORY_SHARE = 0.5
-NOTICE_OPEN = "<fork_context>"
-NOTICE_CLOSE = "</fork_context>"
 
 
 class WindowTooSmall(ValueError):
@@ -67,7 +65,7 @@ def notice(lineage: Lineage, kept: list[Turn], total: int, tool_prefix: str) -> 
     """The fork's opening note: whose conversation follows, what was left out, and how to page it back."""
     parent = f"{lineage.parent_name} ({lineage.parent_id})" if lineage.parent_name else lineage.parent_id
     lines = [
-        NOTICE_OPEN,
+        FORK_OPEN,
         f"This session is a fork of codeoid session {parent} at turn {lineage.at_turn}, made with "
         "`codeoid fork`. The conversation that follows is the parent's, verbatim; what happened in the parent "
         "after that turn is not part of this session.",
@@ -84,14 +82,17 @@ def notice(lineage: Lineage, kept: list[Turn], total: int, tool_prefix: str) -> 
         f"workspace: {lineage.workspace}",
         "memory tools:",
         *(f"- {tool_prefix}{name}{args}: {purpose}" for name, args, purpose in TOOLS),
-        NOTICE_CLOSE,
+        FORK_CLOSE,
     ]
     return "\n".join(lines)
 
 
 def first_message(fork_notice: str, kept: list[Turn]) -> str:
-    """The kept turns as one structured message, for a backend that cannot start from a history of its own."""
-    parts = [fork_notice, "<parent_turns>"]
+    """The kept turns as one structured message, for a backend that cannot start from a history of its own.
+
+    The turns go inside the notice's tag, so the whole message is one seed that codeoid's hooks store apart
+    from the user's own prompt after it (`codeoid.rotation.seed.split_seeded`)."""
+    parts = [fork_notice.removesuffix(FORK_CLOSE).rstrip("\n"), "<parent_turns>"]
     for turn in kept:
         parts.append(f'<turn number="{turn.number}">')
         parts.append(f"<user>\n{turn.user}\n</user>")
@@ -104,5 +105,5 @@ def first_message(fork_notice: str, kept: list[Turn]) -> str:
             else:
                 parts.append(f"<assistant>\n{step}\n</assistant>")
         parts.append("</turn>")
-    parts.append("</parent_turns>")
+    parts += ["</parent_turns>", FORK_CLOSE]
     return "\n".join(parts)
