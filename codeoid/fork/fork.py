@@ -93,16 +93,17 @@ def create_fork(db: sqlite3.Connection, request: ForkRequest, *, now: float, hom
     fork_notice = notice(lineage, kept, len(turns), request.tool_prefix)
     session_id = os.urandom(16).hex()
     config_dir = locate_claude_files(home or Path.home()).config_dir
-    with write_transaction(db):
-        start = translator.prepare(kept, fork_notice, config_dir=config_dir, project_dir=project_dir,
-                                   model=_parent_model(db, parent_id))
-        try:
+    start: claude.ClaudeStart | None = None
+    try:
+        with write_transaction(db):
+            start = translator.prepare(kept, fork_notice, config_dir=config_dir, project_dir=project_dir,
+                                       model=_parent_model(db, parent_id))
             _record(db, start, session_id=session_id, workspace_id=parent.workspace_id, request=request,
                     parent_id=parent_id, at_turn=at_turn, now=now)
-        except BaseException:
-            if start.transcript_path is not None:
-                start.transcript_path.unlink(missing_ok=True)
-            raise
+    except BaseException:
+        if start is not None and start.transcript_path is not None:  # the session was not recorded: no orphan
+            start.transcript_path.unlink(missing_ok=True)
+        raise
     return Fork(session_id, parent_id, at_turn, request.name, request.backend, binary, project_dir, len(kept),
                 len(turns), start)
 
