@@ -7,12 +7,14 @@ import json
 import os
 import sqlite3
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 from click.testing import CliRunner
 from conftest import executable
 from test_capture import Session, assistant_line, text
+from test_mcp_server import serve
 
 from codeoid import bash_wrapper
 from codeoid.cli import cli
@@ -278,3 +280,24 @@ def episodes_of(backing_session_id: str) -> list[dict[str, Any]]:
                 == backing_session_id]
     finally:
         connection.close()
+
+
+def test_recall_in_a_fork_tells_inherited_history_from_the_parents_later_turns(
+        codeoid_home: Path, project: Path, claude_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    two_window_session(project)
+    monkeypatch.chdir(project)
+    assert CliRunner().invoke(cli, ["fork", "durable-1", "--at", "1", "--no-start"]).exit_code == 0
+    connection = db.connect()
+    (resume_id,) = connection.execute("SELECT b.id FROM backing_sessions b JOIN sessions s ON s.id = b.session_id"
+                                      " WHERE s.forked_from = 'durable-1'").fetchone()
+    connection.close()
+
+    found = serve(SimpleNamespace(project=project, home=codeoid_home),
+                  ("recall", {"query": "words lines", "limit": 10}), env={"CLAUDE_CODE_SESSION_ID": resume_id})[0]
+
+    assert not found.is_error
+    blocks = found.text.split("=== episode ")[1:]
+    counted = next(block for block in blocks if "42 words." in block)
+    later = next(block for block in blocks if "Seven lines." in block)
+    assert "lineage: inherited: turn 1 of session durable-1" in counted
+    assert "lineage: session durable-1 after the fork point: not part of this session's history" in later
