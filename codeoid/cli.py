@@ -130,8 +130,9 @@ def sessions(as_json: bool, all_workspaces: bool) -> None:
             return
     for row in rows:
         lineage = f"  forked from {row['forked_from']} at turn {row['at_turn']}" if row["forked_from"] else ""
+        name = f" ({row['name']})" if row["name"] else ""
         click.echo(
-            f"{row['id']}  {_time(row['last_activity'])}  {row['turn_count']} turns  {row['episodes']} episodes"
+            f"{row['id']}{name}  {_time(row['last_activity'])}  {row['turn_count']} turns  {row['episodes']} episodes"
             f"  {row['rotation_count']} rotations  {row['workspace']}{lineage}"
         )
 

@@ -226,7 +226,8 @@ def test_a_fork_records_its_lineage_and_a_fork_of_it_inherits_both(
     assert "Seven lines." not in {row["text"] for row in fork_history}, "the parent's turn after the fork point"
     assert "Forked answer." not in {row["text"] for row in history if row["session_id"] == grandchild.session_id}
     parent_text = CliRunner().invoke(cli, ["sessions"]).output
-    assert "forked from durable-1 at turn 1" in parent_text and f"forked from {fork_id} at turn 2" in parent_text
+    assert f"{fork_id} (try-b) " in parent_text and "forked from durable-1 at turn 1" in parent_text
+    assert f"forked from {fork_id} at turn 2" in parent_text
 
 
 def test_fork_refuses_arguments_that_pick_another_conversation(codeoid_home: Path) -> None:

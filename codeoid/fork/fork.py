@@ -7,7 +7,10 @@ The parent is only read. The fork's turn numbers continue the parent's (its firs
 `at_turn + 1`), so a fork of a fork names turns the way its conversation counts them.
 
 Translators are looked up in `TRANSLATORS` by backend name. Only Claude Code is wired here; a Codex or Gemini
-translator is added to that table (its module turns `Turn`s into what its CLI starts from).
+translator is added to that table. The contract is `codeoid.fork.claude.prepare`'s: given the kept turns (oldest
+first) and the fork notice, write what the backend starts from (or build a first message with
+`codeoid.fork.seed.first_message`) and return how to start it; it runs inside the transaction that records the
+fork, which removes a written transcript if the session cannot be recorded.
 """
 
 from __future__ import annotations
