@@ -130,8 +130,9 @@ def sessions(as_json: bool, all_workspaces: bool) -> None:
             return
     for row in rows:
         lineage = f"  forked from {row['forked_from']} at turn {row['at_turn']}" if row["forked_from"] else ""
+        name = f" ({row['name']})" if row["name"] else ""
         click.echo(
-            f"{row['id']}  {_time(row['last_activity'])}  {row['turn_count']} turns  {row['episodes']} episodes"
+            f"{row['id']}{name}  {_time(row['last_activity'])}  {row['turn_count']} turns  {row['episodes']} episodes"
             f"  {row['rotation_count']} rotations  {row['workspace']}{lineage}"
         )
 
@@ -147,12 +148,19 @@ def timeline(limit: int, offset: int, session_id: str | None, as_json: bool, all
     with _store() as db:
         workspace_id = None if session_id else _workspace_id(db, all_workspaces)
         rows = queries.timeline(db, workspace_id=workspace_id, session_id=session_id, offset=offset, limit=limit)
+        lineage = queries.session_lineage(db, session_id) if session_id else []
     if as_json:
         _print_json(rows)
         return
+    if len(lineage) > 1:
+        click.echo(f"session {session_id} is forked from {lineage[1][0]} at turn {lineage[1][1]}; its history "
+                   "starts with what it inherited:")
+        for ancestor, upto in lineage[1:]:
+            click.echo(f"  turns up to {upto} of {ancestor}, marked [from {ancestor[:8]}]")
     for row in rows:
         state = "" if row["state"] == "live" else f" [{row['state']}]"
-        click.echo(f"{row['id']:>6}  {_time(row['created_at'])}  {row['kind']:<9}{state} {row['summary']}")
+        inherited = f" [from {row['session_id'][:8]}]" if session_id and row["session_id"] != session_id else ""
+        click.echo(f"{row['id']:>6}  {_time(row['created_at'])}  {row['kind']:<9}{state}{inherited} {row['summary']}")
 
 
 @cli.command()
@@ -336,26 +344,92 @@ def index(stored: bool, plugin: bool) -> None:
 def run(claude_args: tuple[str, ...]) -> None:
     """Run claude under the supervisor: rotate into a fresh window instead of compacting (all arguments go to
     claude; thresholds: CODEOID_AUTO_ROTATE=1 for 90%, 97% always)."""
-    import shutil
+    sys.exit(_supervise(list(claude_args), project_dir=os.getcwd()))
+
+
+def _supervise(claude_args: list[str], *, project_dir: str, session_id: str | None = None) -> int:
+    """Run claude under the supervisor in `project_dir` (as `codeoid run` does), for a new codeoid session or,
+    given `session_id`, for that one (a fork); returns the exit code to leave with."""
     from pathlib import Path
 
+    from codeoid.fork.backends import BackendMissing, find_binary
     from codeoid.rotation import claude_args as args_module
     from codeoid.rotation.config import ConfigError, load_config
     from codeoid.rotation.routes import detect_wiring
     from codeoid.rotation.supervisor import Supervisor
 
-    claude_bin = os.environ.get("CODEOID_CLAUDE_BIN") or shutil.which("claude")
-    if claude_bin is None:
-        raise click.ClickException("claude is not on PATH: install Claude Code (npm install -g "
-                                   "@anthropic-ai/claude-code) or set CODEOID_CLAUDE_BIN.")
+    try:
+        claude_bin = find_binary("claude")
+        user = args_module.parse(claude_args)
+        config = load_config()
+        wiring = detect_wiring(user, Path(project_dir).resolve())
+        supervisor = Supervisor(user, claude_bin=claude_bin, config=config, wiring=wiring, project_dir=project_dir,
+                                session_id=session_id)
+    except (BackendMissing, args_module.ArgsError, ConfigError) as error:
+        raise click.ClickException(str(error)) from error
+    return supervisor.run()
+
+
+@cli.command()
+@click.argument("session")
+@click.argument("claude_args", nargs=-1, type=click.UNPROCESSED)
+@click.option("--at", "at_turn", type=click.IntRange(1), help="Fork after this turn (default: the last one).")
+@click.option("--backend", type=click.Choice(["claude", "codex", "gemini"]), default="claude", show_default=True)
+@click.option("--name", help="A name for the new session (codeoid sessions shows it; codeoid fork accepts it).")
+@click.option("--print", "print_prompt", metavar="PROMPT",
+              help="Send one prompt to the fork without a terminal (claude -p) and print the answer.")
+@click.option("--no-start", is_flag=True, help="Prepare the fork and print how to start it, without starting it.")
+@click.option("--window", "window_tokens", type=click.IntRange(1000),
+              help="The target model's context window in tokens (default: from the --model given to claude).")
+def fork(session: str, claude_args: tuple[str, ...], at_turn: int | None, backend: str, name: str | None,
+         print_prompt: str | None, no_start: bool, window_tokens: int | None) -> None:
+    """Start a new, independent session from SESSION's conversation up to a turn; SESSION is untouched.
+
+    SESSION is a codeoid session id (or a unique prefix), a session name, or a Claude Code session id.
+    By default the fork starts interactively under the supervisor, as `codeoid run` would; arguments after
+    `--` go to claude (e.g. `-- --model claude-sonnet-4-5`).
+    """
+    import shlex
+    import subprocess
+    from pathlib import Path
+
+    from codeoid.fork.fork import ForkError, ForkRequest, create_fork
+    from codeoid.rotation import claude_args as args_module
+    from codeoid.rotation.routes import detect_wiring
+    from codeoid.rotation.supervisor import SESSION_ENV
+
+    if print_prompt is not None and no_start:
+        raise click.ClickException("--print starts the fork; --no-start does not: give one of them.")
     try:
         user = args_module.parse(list(claude_args))
-        config = load_config()
-        wiring = detect_wiring(user, Path.cwd().resolve())
-        supervisor = Supervisor(user, claude_bin=claude_bin, config=config, wiring=wiring, project_dir=os.getcwd())
-    except (args_module.ArgsError, ConfigError) as error:
+    except args_module.ArgsError as error:
         raise click.ClickException(str(error)) from error
-    sys.exit(supervisor.run())
+    if args_module.picks_conversation(user):
+        raise click.ClickException("The fork picks its own conversation: leave out --resume, --continue, "
+                                   "--session-id and --fork-session.")
+    wiring = detect_wiring(user, Path.cwd().resolve())
+    request = ForkRequest(session=session, at_turn=at_turn, backend=backend, name=name, project_dir=os.getcwd(),
+                          model=user.value("--model"), window_tokens=window_tokens, tool_prefix=wiring.tool_prefix)
+    with _store() as db:
+        try:
+            made = create_fork(db, request, now=time.time())
+        except ForkError as error:
+            raise click.ClickException(str(error)) from error
+        except store_db.StoreUnavailable as error:
+            raise click.ClickException(f"The store is busy: {error}") from error
+    kept = (f"all {made.total_turns} turns" if made.kept_turns == made.total_turns
+            else f"the newest {made.kept_turns} of {made.total_turns} turns (recall finds the rest)")
+    click.echo(f"Forked session {made.parent_id} at turn {made.at_turn} into {made.session_id}: {kept}.", err=True)
+    start = made.start
+    if no_start:
+        args = " ".join(shlex.quote(arg) for arg in start.interactive_args(list(claude_args)))
+        click.echo(f"Start it with: cd {shlex.quote(made.project_dir)} && codeoid run {args}")
+        return
+    if print_prompt is not None:
+        argv = start.print_argv(made.backend_binary, user, wiring, print_prompt)
+        sys.exit(subprocess.call(argv, cwd=made.project_dir, env={**os.environ, SESSION_ENV: made.session_id}))
+    sys.exit(_supervise(start.interactive_args(list(claude_args)), project_dir=made.project_dir,
+                        session_id=made.session_id))
 
 
 @cli.command()

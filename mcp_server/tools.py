@@ -19,6 +19,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
 from codeoid import ingest, retrieval
+from codeoid.fork.lineage import lineage_notes
 from codeoid.log import log
 from codeoid.mcp_server.pages import (
     Page,
@@ -72,6 +73,7 @@ class MemoryTools:
                 return self._nothing_stored()
             caller = self._caller(db)
             found = retrieval.recall_ranked(db, query, workspace_id=workspace_id, limit=limit, skip_live_of=caller)
+            notes = lineage_notes(db, caller, found.rows)
         rows = found.rows
         skipped = "; episodes still in your current window are skipped" if caller else ""
         fallback = f" BM25 only: {found.fallback}." if found.fallback else ""
@@ -79,7 +81,7 @@ class MemoryTools:
             return f"No stored episode in this workspace ({self.root}) matches {query!r}{skipped}.{fallback}"
         head = (f"recall {query!r}: {len(rows)} episode{'s' if len(rows) != 1 else ''} from {self.root}, best first "
                 f"({found.signals}, any word; archived included{skipped}).{fallback}")
-        return _fit_episodes(head, rows, output_budget())
+        return _fit_episodes(head, rows, output_budget(), notes)
 
     def recall_file(
         self,
@@ -210,10 +212,10 @@ def _land_spooled_events(db: sqlite3.Connection) -> None:
         log("mcp", f"replaying the spool failed: {error!r}")
 
 
-def _fit_episodes(head: str, rows: list[Row], budget: int) -> str:
-    """Every hit's header, and its text cut to a fair share of what is left; hits whose headers alone would
-    take more than half the budget are named at the end instead."""
-    frames = [_episode_header(row) for row in rows]
+def _fit_episodes(head: str, rows: list[Row], budget: int, notes: dict[int, str]) -> str:
+    """Every hit's header (with its lineage note, in a fork), and its text cut to a fair share of what is left;
+    hits whose headers alone would take more than half the budget are named at the end instead."""
+    frames = [_episode_header(row, notes.get(row["id"])) for row in rows]
     left_out: list[Row] = []
     while True:
         fixed = byte_size(head) + 2 + sum(byte_size(frame) + EPISODE_FRAME_BYTES for frame in frames)
@@ -233,7 +235,7 @@ def _fit_episodes(head: str, rows: list[Row], budget: int) -> str:
     return "\n\n".join(parts)
 
 
-def _episode_header(row: Row) -> str:
+def _episode_header(row: Row, note: str | None = None) -> str:
     kind = f"tool {row['tool_name']}" if row["kind"] == "tool" else row["kind"]
     fields = [f"=== episode {row['id']}", kind, _time(row["created_at"])]
     if row.get("score") is not None:
@@ -242,7 +244,7 @@ def _episode_header(row: Row) -> str:
         fields.append("best match lines {}-{}".format(*row["matched_lines"]))
     fields.append(f"~{estimate_tokens(row['text']):,} tokens")
     fields.append(row["state"])
-    lines = [" · ".join(fields), f"summary: {row['summary']}"]
+    lines = [" · ".join(fields), f"summary: {row['summary']}", *([f"lineage: {note}"] if note else [])]
     lines.extend(_command_lines(row, command_chars=RECALL_COMMAND_CHARS, with_wrapper=False))
     return "\n".join(lines)
 

@@ -11,6 +11,11 @@ from __future__ import annotations
 
 SEED_OPEN = "<rotation_context>"
 SEED_CLOSE = "</rotation_context>"
+# A fork started without a native history carries the parent's turns in a first message under this tag
+# (`codeoid.fork.seed`); it is a seed too: a copy of stored history, stored as one and never recalled.
+FORK_OPEN = "<fork_context>"
+FORK_CLOSE = "</fork_context>"
+_SEED_TAGS = ((SEED_OPEN, SEED_CLOSE), (FORK_OPEN, FORK_CLOSE))
 MAX_LAST_TURN_CHARS = 2000
 SETTINGS_TOOL_PREFIX = "mcp__codeoid__"
 PLUGIN_TOOL_PREFIX = "mcp__plugin_codeoid_codeoid__"
@@ -89,15 +94,18 @@ def seeded_prompt(seed: str, prompt: str) -> str:
 
 
 def split_seeded(prompt: str) -> tuple[str | None, str]:
-    """(seed, the user's own prompt) for a seeded first message; (None, prompt) for any other prompt."""
-    if not prompt.startswith(SEED_OPEN):
-        return None, prompt
-    end = prompt.find(SEED_CLOSE)
-    if end < 0:
-        return None, prompt
-    end += len(SEED_CLOSE)
-    rest = prompt[end:]
-    return prompt[:end], rest[2:] if rest.startswith("\n\n") else rest.lstrip("\n")
+    """(seed, the user's own prompt) for a seeded first message (a rotation's or a fork's); (None, prompt) for
+    any other prompt."""
+    for opening, closing in _SEED_TAGS:
+        if not prompt.startswith(opening):
+            continue
+        end = prompt.rfind(closing) if opening == FORK_OPEN else prompt.find(closing)
+        if end < 0:
+            return None, prompt
+        end += len(closing)
+        rest = prompt[end:]
+        return prompt[:end], rest[2:] if rest.startswith("\n\n") else rest.lstrip("\n")
+    return None, prompt
 
 
 def _clip(turn: LastTurn) -> str:

@@ -98,7 +98,8 @@ class Supervisor:
     """One `codeoid run`: the user's terminal, the current backing window, and the rotations between windows."""
 
     def __init__(self, user: ClaudeArgs, *, claude_bin: str, config: RotationConfig, wiring: Wiring,
-                 project_dir: str, stdin_fd: int = 0, stdout_fd: int = 1, home: Path | None = None) -> None:
+                 project_dir: str, stdin_fd: int = 0, stdout_fd: int = 1, home: Path | None = None,
+                 session_id: str | None = None) -> None:
         self.user = user
         self.claude_bin = claude_bin
         self.config = config
@@ -107,7 +108,7 @@ class Supervisor:
         self.workspace = identify(self.project_dir)
         self.stdin_fd = stdin_fd
         self.stdout_fd = stdout_fd
-        self.session_id = os.urandom(16).hex()
+        self.session_id = session_id or os.urandom(16).hex()  # given for a fork, whose session already exists
         self.settings = dict(wiring.settings)
         chained = user_status_line(user_settings_layer(user), Path(self.project_dir), home or Path.home())
         self.settings["statusLine"] = status_line_setting(chained)

@@ -44,8 +44,9 @@ def tool_response(row: Row) -> Any:
 
 def timeline(db: sqlite3.Connection, *, workspace_id: int | None = None, session_id: str | None = None,
              offset: int = 0, limit: int = 50, include_retracted: bool = False) -> list[Row]:
-    """One page of history in chronological order; offset 0 is the newest page."""
-    where, params = _scope(workspace_id, session_id, include_retracted)
+    """One page of history in chronological order; offset 0 is the newest page. A forked session's history
+    starts with its parent's episodes up to the fork point (their `session_id` is the parent's)."""
+    where, params = _scope(workspace_id, _lineage(db, session_id), include_retracted)
     rows = _rows(db.execute(
         f"SELECT * FROM episodes {where} ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?", (*params, limit, offset)
     ))
@@ -54,8 +55,29 @@ def timeline(db: sqlite3.Connection, *, workspace_id: int | None = None, session
 
 def count_episodes(db: sqlite3.Connection, *, workspace_id: int | None = None, session_id: str | None = None,
                    include_retracted: bool = False) -> int:
-    where, params = _scope(workspace_id, session_id, include_retracted)
+    where, params = _scope(workspace_id, _lineage(db, session_id), include_retracted)
     return int(db.execute(f"SELECT count(*) FROM episodes {where}", params).fetchone()[0])
+
+
+def session_lineage(db: sqlite3.Connection, session_id: str) -> list[tuple[str, int | None]]:
+    """The session and its ancestors, each with the last turn of it the session's history holds (None: all).
+
+    A fork holds its parent's turns up to `at_turn`, and a fork of a fork its grandparent's up to the smaller
+    of the two fork points (a fork's turn numbers continue its parent's)."""
+    chain: list[tuple[str, int | None]] = [(session_id, None)]
+    seen = {session_id}
+    upto: int | None = None
+    while True:
+        row = db.execute("SELECT forked_from, at_turn FROM sessions WHERE id = ?", (chain[-1][0],)).fetchone()
+        if row is None or row[0] is None or row[0] in seen:
+            return chain
+        upto = int(row[1]) if upto is None else min(upto, int(row[1]))
+        chain.append((str(row[0]), upto))
+        seen.add(row[0])
+
+
+def _lineage(db: sqlite3.Connection, session_id: str | None) -> list[tuple[str, int | None]]:
+    return session_lineage(db, session_id) if session_id is not None else []
 
 
 def sessions(db: sqlite3.Connection, *, workspace_id: int | None = None) -> list[Row]:
@@ -197,15 +219,19 @@ def raw_output_workspace(db: sqlite3.Connection, raw_id: str) -> int | None:
     return int(row[0]) if row and row[0] is not None else None
 
 
-def _scope(workspace_id: int | None, session_id: str | None, include_retracted: bool) -> tuple[str, tuple[Any, ...]]:
+def _scope(workspace_id: int | None, lineage: list[tuple[str, int | None]],
+           include_retracted: bool) -> tuple[str, tuple[Any, ...]]:
     filters: list[str] = []
     params: list[Any] = []
     if workspace_id is not None:
         filters.append("workspace_id = ?")
         params.append(workspace_id)
-    if session_id is not None:
-        filters.append("session_id = ?")
-        params.append(session_id)
+    if lineage:
+        terms = []
+        for member, upto in lineage:
+            terms.append("session_id = ?" if upto is None else "(session_id = ? AND turn <= ?)")
+            params.extend([member] if upto is None else [member, upto])
+        filters.append("(" + " OR ".join(terms) + ")")
     if not include_retracted:
         filters.append("state != 'retracted'")
     return ("WHERE " + " AND ".join(filters)) if filters else "", tuple(params)

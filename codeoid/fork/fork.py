@@ -1,0 +1,174 @@
+"""`codeoid fork`: a new, independent codeoid session seeded with another's conversation up to a turn.
+
+Everything is checked before anything is written (the session and turn exist, the backend's CLI is installed
+and wired, the history's newest turn fits the target's window); then the translator writes what its backend
+starts from and the new session is recorded with its lineage (`forked_from`, `at_turn`) in one transaction.
+The parent is only read. The fork's turn numbers continue the parent's (its first own prompt is turn
+`at_turn + 1`), so a fork of a fork names turns the way its conversation counts them.
+
+Translators are looked up in `TRANSLATORS` by backend name. Only Claude Code is wired here; a Codex or Gemini
+translator is added to that table. The contract is `codeoid.fork.claude.prepare`'s: given the kept turns (oldest
+first) and the fork notice, write what the backend starts from (or build a first message with
+`codeoid.fork.seed.first_message`) and return how to start it; it runs inside the transaction that records the
+fork, which removes a written transcript if the session cannot be recorded.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+from typing import NamedTuple
+
+from codeoid.claude_files import locate_claude_files
+from codeoid.fork import claude
+from codeoid.fork.backends import BACKENDS, BackendMissing, find_binary
+from codeoid.fork.canonical import session_turns
+from codeoid.fork.seed import Lineage, WindowTooSmall, newest_that_fit, notice
+from codeoid.rotation.occupancy import fallback_window
+from codeoid.store.db import write_transaction
+from codeoid.workspace import identify
+
+# backend name -> the module that translates canonical turns for it; codex and gemini are not wired yet.
+TRANSLATORS = {"claude": claude}
+
+
+class ForkError(ValueError):
+    """The fork cannot be made; the message says why in words a user can act on. Nothing was written."""
+
+
+@dataclass(frozen=True)
+class ForkRequest:
+    session: str  # the parent: a codeoid session id, a unique prefix of one, its name, or a backing Claude Code id
+    at_turn: int | None = None  # default: the parent's last turn
+    backend: str = "claude"
+    name: str | None = None
+    project_dir: str = "."  # where the fork runs, if it is in the parent's workspace
+    model: str | None = None  # the model the fork will run (sizes the window when `window_tokens` is not given)
+    window_tokens: int | None = None
+    tool_prefix: str = "mcp__codeoid__"
+
+
+@dataclass(frozen=True)
+class Fork:
+    session_id: str
+    parent_id: str
+    at_turn: int
+    name: str | None
+    backend: str
+    backend_binary: str
+    project_dir: str
+    kept_turns: int
+    total_turns: int
+    start: claude.ClaudeStart
+
+
+def create_fork(db: sqlite3.Connection, request: ForkRequest, *, now: float, home: Path | None = None) -> Fork:
+    """Check the request, write the fork's starting history and record the new session; see the module doc."""
+    parent = find_session(db, request.session)
+    parent_id, turn_count = parent.session_id, parent.turn_count
+    at_turn = turn_count if request.at_turn is None else request.at_turn
+    if turn_count < 1:
+        raise ForkError(f"Session {parent_id} has no turns yet: there is nothing to fork.")
+    if not 1 <= at_turn <= turn_count:
+        raise ForkError(f"Session {parent_id} has turns 1-{turn_count}; there is no turn {at_turn}.")
+    if request.backend not in BACKENDS:
+        raise ForkError(f"Unknown backend {request.backend!r}; choose one of {', '.join(BACKENDS)}.")
+    try:
+        binary = find_binary(request.backend)
+    except BackendMissing as error:
+        raise ForkError(str(error)) from error
+    translator = TRANSLATORS.get(request.backend)
+    if translator is None:
+        raise ForkError(f"Forking onto {request.backend} is not wired yet; only claude is, for now.")
+    turns = session_turns(db, parent_id, at_turn)
+    if not turns:
+        raise ForkError(f"Session {parent_id} has no stored turns up to turn {at_turn} (retracted or never "
+                        "captured): there is nothing to fork.")
+    window = request.window_tokens or fallback_window(request.model)
+    try:
+        kept = newest_that_fit(turns, window)
+    except WindowTooSmall as error:
+        raise ForkError(f"The fork's history does not fit: {error}.") from error
+    project_dir = _project_dir(request.project_dir, parent)
+    lineage = Lineage(parent_id, parent.name, at_turn, parent.workspace_root)
+    fork_notice = notice(lineage, kept, len(turns), request.tool_prefix)
+    session_id = os.urandom(16).hex()
+    config_dir = locate_claude_files(home or Path.home()).config_dir
+    start: claude.ClaudeStart | None = None
+    try:
+        with write_transaction(db):
+            start = translator.prepare(kept, fork_notice, config_dir=config_dir, project_dir=project_dir,
+                                       model=_parent_model(db, parent_id))
+            _record(db, start, session_id=session_id, workspace_id=parent.workspace_id, request=request,
+                    parent_id=parent_id, at_turn=at_turn, now=now)
+    except BaseException:
+        if start is not None and start.transcript_path is not None:  # the session was not recorded: no orphan
+            start.transcript_path.unlink(missing_ok=True)
+        raise
+    return Fork(session_id, parent_id, at_turn, request.name, request.backend, binary, project_dir, len(kept),
+                len(turns), start)
+
+
+class Parent(NamedTuple):
+    session_id: str
+    name: str | None
+    turn_count: int
+    workspace_id: int
+    workspace_key: str
+    workspace_root: str
+
+
+def find_session(db: sqlite3.Connection, ref: str) -> Parent:
+    """The session `ref` names: its id, a unique prefix of the id, its name, or one of its backing session ids."""
+    select = ("SELECT s.id, s.name, s.turn_count, s.workspace_id, w.key, w.root FROM sessions s"
+              " JOIN workspaces w ON w.id = s.workspace_id ")
+    for where, value in (("WHERE s.id = ?", ref), ("WHERE s.name = ?", ref),
+                         ("WHERE s.id = (SELECT session_id FROM backing_sessions WHERE id = ?)", ref),
+                         ("WHERE s.id LIKE ? ESCAPE '\\'", _escape_like(ref) + "%")):
+        rows = db.execute(select + where, (value,)).fetchall()
+        if len(rows) == 1:
+            return Parent(*rows[0])
+        if len(rows) > 1:
+            raise ForkError(f"{ref!r} names {len(rows)} sessions; give more of the session id.")
+    raise ForkError(f"No codeoid session {ref!r}; `codeoid sessions --all-workspaces` lists them.")
+
+
+def _project_dir(requested: str, parent: Parent) -> str:
+    """The fork runs where it was asked to when that is in the parent's workspace (its memory is there), else
+    in the directory the parent's workspace was first seen from."""
+    here = os.path.realpath(requested)
+    if identify(here).key == parent.workspace_key:
+        return here
+    if not os.path.isdir(parent.workspace_root):
+        raise ForkError(f"The parent session's workspace {parent.workspace_root} no longer exists; run the fork "
+                        "from a checkout of that repository.")
+    return parent.workspace_root
+
+
+def _parent_model(db: sqlite3.Connection, parent_id: str) -> str | None:
+    row = db.execute("SELECT model FROM backing_sessions WHERE session_id = ? AND model IS NOT NULL"
+                     " ORDER BY started_at DESC LIMIT 1", (parent_id,)).fetchone()
+    return str(row[0]) if row else None
+
+
+def _record(db: sqlite3.Connection, start: claude.ClaudeStart, *, session_id: str, workspace_id: int,
+            request: ForkRequest, parent_id: str, at_turn: int, now: float) -> None:
+    """The fork's session row with its lineage, and its first backing session, registered up front with the
+    transcript's length as its read watermark: the hooks then store only what the fork itself adds."""
+    db.execute(
+        "INSERT INTO sessions (id, workspace_id, name, forked_from, at_turn, turn_count, created_at)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?)",
+        (session_id, workspace_id, request.name, parent_id, at_turn, at_turn, now),
+    )
+    db.execute(
+        "INSERT INTO backing_sessions (id, session_id, source, transcript_path, transcript_offset, started_at)"
+        " VALUES (?, ?, 'fork', ?, ?, ?)",
+        (start.claude_session_id, session_id, str(start.transcript_path) if start.transcript_path else None,
+         start.transcript_bytes, now),
+    )
+
+
+def _escape_like(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
