@@ -113,6 +113,32 @@ def test_search_matches_any_word_and_skips_retracted(store: sqlite3.Connection, 
     assert queries.search_bm25(store, 'AND OR "NEAR(') == []  # query syntax in user text is never parsed
 
 
+def test_words_in_most_episodes_of_a_large_store_leave_the_query(store: sqlite3.Connection, project: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(queries, "COMMON_TERM_DOCS", 50)  # "large" is 5,000 episodes; 200 do here
+    owner = _owner(store, project)
+    with db.write_transaction(store):
+        for n in range(200):
+            capture.add_user_turn(store, owner, prompt=f"running the tests again, attempt {n}", prompt_id=f"p{n}",
+                                  origin="user", now=float(n))
+        capture.add_user_turn(store, owner, prompt="the zebra_crossing tests hang", prompt_id="z1",
+                              origin="user", now=300.0)
+        capture.add_user_turn(store, owner, prompt="a zebra escaped", prompt_id="z2", origin="user", now=301.0)
+    queries.catch_up_fts(store)
+
+    # "tests" and "run" (stemmed from "running") are in every episode: only the telling words are searched.
+    assert queries.any_term_query("zebra_crossing tests running", store) == '"zebra_crossing"'
+    assert queries.any_term_query("zebra tests", store) == '"zebra"'
+    hits = queries.search_bm25(store, "why do the zebra tests hang", limit=3)
+    assert [hit["prompt_id"] for hit in hits[:2]] == ["z1", "z2"]
+    # Only common words: the rarest stays, so the search still answers.
+    assert queries.any_term_query("running tests", store) in ('"running"', '"tests"')
+    assert len(queries.search_bm25(store, "running tests", limit=5)) == 5
+    # A small store keeps every word.
+    monkeypatch.setattr(queries, "COMMON_TERM_DOCS", 5000)
+    assert queries.any_term_query("zebra tests", store) == '"zebra" OR "tests"'
+
+
 def test_bash_failure_keeps_exit_status_and_text(store: sqlite3.Connection, project: Path) -> None:
     owner = _owner(store, project)
     with db.write_transaction(store):

@@ -17,6 +17,9 @@ from codeoid.workspace import identify
 Row = dict[str, Any]
 _WORD = re.compile(r"\w+", re.UNICODE)
 SEARCHABLE_STATES = ("live", "archived")
+# A query word in more episodes than both of these is left out of BM25 search (see `selective_words`).
+COMMON_TERM_DOCS = 5000
+COMMON_TERM_SHARE = 0.1
 
 
 def _rows(cursor: sqlite3.Cursor) -> list[Row]:
@@ -103,14 +106,63 @@ def backing_sessions(db: sqlite3.Connection, session_id: str) -> list[Row]:
     ))
 
 
-def any_term_query(text: str) -> str | None:
+def any_term_query(text: str, db: sqlite3.Connection | None = None) -> str | None:
     """An FTS5 query matching any of the words (BM25 ranks documents with more and rarer words higher).
 
     FTS5's default is all-terms, which turns a natural question into zero hits; each word is quoted so
-    operators and punctuation in the user's text are never parsed as query syntax.
+    operators and punctuation in the user's text are never parsed as query syntax. Given the store, words
+    too common to tell episodes apart are left out (`selective_words`).
     """
-    words = dict.fromkeys(word.lower() for word in _WORD.findall(text))
+    words = list(dict.fromkeys(word.lower() for word in _WORD.findall(text)))
+    if db is not None:
+        words = selective_words(db, words)
     return " OR ".join(f'"{word}"' for word in words) or None
+
+
+def selective_words(db: sqlite3.Connection, words: list[str]) -> list[str]:
+    """`words` without those in more than `COMMON_TERM_DOCS` episodes and `COMMON_TERM_SHARE` of all of them
+    (the rarest word stays if every one is that common).
+
+    An any-term query ranks every episode holding any of its words, so "test" in a 100k-episode store of
+    coding sessions means scoring tens of thousands of rows (0.2 s and more) for a word whose inverse document
+    frequency is near zero: it barely moves the ranking of the episodes that hold the rarer words. Document
+    counts come from FTS5's own vocabulary, for each word as the index's porter tokenizer stems it (a scratch
+    FTS5 table in the connection's temp schema does the stemming). Small stores are left alone.
+    """
+    if len(words) < 2:
+        return words
+    total = int(db.execute("SELECT coalesce(max(id), 0) FROM episodes").fetchone()[0])
+    threshold = max(COMMON_TERM_DOCS, COMMON_TERM_SHARE * total)
+    if total <= threshold:
+        return words
+    _ensure_vocabulary(db)
+    db.execute("DELETE FROM temp.codeoid_query_words")
+    db.executemany("INSERT INTO temp.codeoid_query_words (rowid, word) VALUES (?, ?)",
+                   list(enumerate(words, start=1)))
+    stems: dict[int, set[str]] = {}
+    for number, stem in db.execute("SELECT doc, term FROM temp.codeoid_query_stems"):
+        stems.setdefault(int(number), set()).add(stem)  # `snake_case` is two tokens, searched as a phrase
+    every_stem = sorted(set().union(*stems.values())) if stems else []
+    counts = {stem: int(count) for stem, count in db.execute(
+        f"SELECT term, doc FROM temp.codeoid_vocabulary WHERE term IN ({', '.join('?' for _ in every_stem)})",
+        every_stem,
+    )}
+    # A phrase is at most as common as its rarest token.
+    documents = {word: min((counts.get(stem, 0) for stem in stems.get(number, ())), default=0)
+                 for number, word in enumerate(words, start=1)}
+    kept = [word for word in words if documents[word] <= threshold]
+    return kept or [min(words, key=lambda word: documents[word])]
+
+
+def _ensure_vocabulary(db: sqlite3.Connection) -> None:
+    """The temp-schema tables `selective_words` reads (per connection, created on first use)."""
+    for statement in (
+        "CREATE VIRTUAL TABLE IF NOT EXISTS temp.codeoid_vocabulary USING fts5vocab(main, episodes_fts, row)",
+        "CREATE VIRTUAL TABLE IF NOT EXISTS temp.codeoid_query_words USING fts5(word, tokenize='porter unicode61')",
+        "CREATE VIRTUAL TABLE IF NOT EXISTS temp.codeoid_query_stems USING fts5vocab(temp, codeoid_query_words, "
+        "instance)",
+    ):
+        db.execute(statement)
 
 
 def catch_up_fts(db: sqlite3.Connection, *, batch: int = 200) -> int:
@@ -151,10 +203,10 @@ def search_bm25(db: sqlite3.Connection, query: str, *, workspace_id: int | None 
     `skip_live_of` names a backing session whose live episodes are left out (they are still in that
     window); `exclude_origins` leaves out episodes by origin (codeoid's own tool calls are copies).
     """
-    match = any_term_query(query)
+    catch_up_fts(db)
+    match = any_term_query(query, db)
     if match is None:
         return []
-    catch_up_fts(db)
     states = ("live", "archived", "retracted") if include_retracted else SEARCHABLE_STATES
     filters, params = _recall_filters(states, workspace_id, skip_live_of, exclude_origins)
     # Rank ids first and read whole rows only for the winners: sorting `e.*` would carry the text of every
