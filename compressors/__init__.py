@@ -103,19 +103,39 @@ surrogateescape). Order of decisions per line: the rule's `keep`, then `drop` an
 then the engine's diagnostics, then `long_line`, the item budget, the group budget and `head`/`tail`.
 '''
 
-from codeoid.compressors.command import Invocation, ShellCommand, parse, resolve
-from codeoid.compressors.engine import (
-    MARKER,
-    CompressionError,
-    Compressor,
-    CompressResult,
-    Thresholds,
-    compress_bytes,
-)
-from codeoid.compressors.loader import RuleSet, default_user_dir, load_rules
-from codeoid.compressors.rules import Rule, RuleError
+import importlib
+from typing import TYPE_CHECKING, Any
 
+if TYPE_CHECKING:
+    from codeoid.compressors.command import Invocation, ShellCommand, parse, resolve
+    from codeoid.compressors.engine import (
+        MARKER,
+        CompressionError,
+        Compressor,
+        CompressResult,
+        Thresholds,
+        compress_bytes,
+    )
+    from codeoid.compressors.loader import RuleSet, default_user_dir, load_rules
+    from codeoid.compressors.rules import Rule, RuleError
+
+# Exported names by module, imported on first use: the rewrite hook needs only `command` and `loader`, and the
+# engine's compiled patterns would add to every Bash call's wait.
+_EXPORTS = {
+    "command": ("Invocation", "ShellCommand", "parse", "resolve"),
+    "engine": ("MARKER", "CompressionError", "Compressor", "CompressResult", "Thresholds", "compress_bytes"),
+    "loader": ("RuleSet", "default_user_dir", "load_rules"),
+    "rules": ("Rule", "RuleError"),
+}
+_MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
 __all__ = [
     "MARKER", "CompressResult", "CompressionError", "Compressor", "Invocation", "Rule", "RuleError", "RuleSet",
     "ShellCommand", "Thresholds", "compress_bytes", "default_user_dir", "load_rules", "parse", "resolve",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name)

@@ -9,13 +9,40 @@ a command it cannot read is `understood=False` with no invocation, so the caller
 
 from __future__ import annotations
 
+import importlib.machinery
 import os
 from typing import NamedTuple
 
 import tree_sitter
-import tree_sitter_bash
 
-_PARSER = tree_sitter.Parser(tree_sitter.Language(tree_sitter_bash.language()))
+
+def _bash_language() -> tree_sitter.Language:
+    """The grammar from tree-sitter-bash's compiled binding, loaded without running the package's `__init__`,
+    which imports `importlib.resources` (and with it tempfile, shutil, weakref...) for a highlight query we never
+    use: a third of the rewrite hook's start-up. The package import stays as the fallback."""
+    package = importlib.machinery.PathFinder.find_spec("tree_sitter_bash")
+    locations = package.submodule_search_locations if package is not None else None
+    spec = importlib.machinery.PathFinder.find_spec("tree_sitter_bash._binding", locations) if locations else None
+    if spec is None or not isinstance(spec.loader, importlib.machinery.ExtensionFileLoader):
+        import tree_sitter_bash
+
+        return tree_sitter.Language(tree_sitter_bash.language())
+    binding = spec.loader.create_module(spec)
+    spec.loader.exec_module(binding)  # type: ignore[arg-type]
+    return tree_sitter.Language(binding.language())  # type: ignore[union-attr]
+
+
+PARSER = tree_sitter.Parser(_bash_language())
+_last_tree: tuple[bytes, tree_sitter.Tree] | None = None
+
+
+def syntax_tree(source: bytes) -> tree_sitter.Tree:
+    """The parse of `source`, kept for the next caller (the rewrite hook reads one command twice: rule matching
+    here, its safety facts in `codeoid.hooks.shell_facts`). Raises ValueError as tree-sitter does."""
+    global _last_tree
+    if _last_tree is None or _last_tree[0] != source:
+        _last_tree = (source, PARSER.parse(source))
+    return _last_tree[1]
 
 # Node types that are statements: what a pipeline stage, a list operand or a heredoc continuation can be.
 _STATEMENTS = frozenset({
@@ -65,7 +92,7 @@ class ShellCommand(NamedTuple):
 def parse(command: str) -> ShellCommand:
     """Parse `command` as bash; never raises."""
     try:
-        root = _PARSER.parse(command.encode("utf-8", "surrogateescape")).root_node
+        root = syntax_tree(command.encode("utf-8", "surrogateescape")).root_node
     except (ValueError, UnicodeError):
         return ShellCommand(command, False, None, (), False, False, False, False, False, False, False, False)
     facts = _Facts()

@@ -3,7 +3,8 @@
 `codeoid.compressors.command.parse` answers the rule engine's questions (which program's output is printed last,
 is it backgrounded or redirected). The rewrite also needs the command words as written, before launchers are
 stripped (`exec pytest` is an `exec`), the options given to `set`, and, for the permission check, the text of
-every simple command the way Claude Code's rules are matched against it. Same pinned parser (tree-sitter-bash).
+every simple command the way Claude Code's rules are matched against it. Same parse of the same command
+(`syntax_tree` keeps it), walked for other questions.
 """
 
 from __future__ import annotations
@@ -11,11 +12,8 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import tree_sitter
-import tree_sitter_bash
 
-from codeoid.compressors.command import unescape
-
-_PARSER = tree_sitter.Parser(tree_sitter.Language(tree_sitter_bash.language()))
+from codeoid.compressors.command import syntax_tree, unescape
 
 
 class ShellFacts(NamedTuple):
@@ -44,7 +42,7 @@ def read(command: str) -> ShellFacts:
     """The facts of `command`; a command the parser reports an error in is `understood=False`."""
     source = command.encode("utf-8", "surrogateescape")
     try:
-        root = _PARSER.parse(source).root_node
+        root = syntax_tree(source).root_node
     except ValueError:
         return _NOT_UNDERSTOOD
     if root.has_error:
