@@ -1,0 +1,144 @@
+"""A fork's history as a Codex CLI session: a rollout file Codex resumes natively, and the argv that resumes it.
+
+Codex keeps each session as a rollout JSONL file under `$CODEX_HOME/sessions/YYYY/MM/DD/` and `codex resume ID`
+(or `codex exec resume ID PROMPT`) replays its `response_item` records as the conversation, in order, ahead of
+the new prompt (docs/backends/codex.md). Observed on codex-cli 0.171.0: a file holding only a `session_meta`
+line and `response_item` lines is enough, so the history reaches the model as Responses API input items, the
+same shape Codex sends for its own past turns: user and assistant messages, `function_call` and
+`function_call_output`. Tool names and call ids stay as the source backend had them, so the model reads what
+really happened and a call id still leads back to the stored episode.
+
+codeoid's MCP server is registered for this launch only, with `-c mcp_servers.codeoid.*` overrides on the
+command line, so the user's `config.toml` is never edited.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from codeoid.fork.launch import Launch, McpServer
+from codeoid.fork.turns import ToolCall, Turn
+
+MCP_SERVER_NAME = "codeoid"
+#: The Responses API has no error flag on a tool result; the model learns of a failure from this first line.
+ERROR_PREFIX = "Tool call failed:\n"
+#: Written into `session_meta` as the program that made the session, so a session list shows where it came from.
+ORIGINATOR = "codeoid_fork"
+#: The Codex release whose rollout format this file follows; `session_meta` must name one or Codex rejects it.
+ROLLOUT_FORMAT_VERSION = "0.171.0"
+
+
+def codex_home() -> Path:
+    """Where Codex keeps its state: `$CODEX_HOME`, else `~/.codex`."""
+    override = os.environ.get("CODEX_HOME")
+    return Path(override) if override else Path.home() / ".codex"
+
+
+def prepare(
+    turns: Sequence[Turn],
+    *,
+    cwd: Path,
+    mcp: McpServer,
+    home: Path | None = None,
+    prompt: str | None = None,
+    binary: str = "codex",
+    session_id: str | None = None,
+    now: datetime | None = None,
+) -> Launch:
+    """Write `turns` as a new Codex session under `home` and return how to resume it in `cwd`.
+
+    With `prompt`, the launch is headless (`codex exec resume ID PROMPT`): one answer, then exit. Without it,
+    the interactive `codex resume ID` opens on the forked conversation and waits for the user.
+    """
+    home = home or codex_home()
+    session_id = session_id or str(uuid.uuid4())
+    now = now or datetime.now(UTC)
+    path = rollout_path(home, session_id, now)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    stamp = _timestamp(now)
+    records = [{"timestamp": stamp, "type": "session_meta", "payload": _session_meta(session_id, cwd, stamp)}]
+    records += [{"timestamp": stamp, "type": "response_item", "payload": item} for item in history_items(turns)]
+    # Exclusive create: a session id is never reused, and an existing session must not be overwritten.
+    with path.open("x", encoding="utf-8") as out:
+        out.writelines(json.dumps(record, ensure_ascii=False) + "\n" for record in records)
+    options = mcp_overrides(mcp, cwd)
+    if prompt is None:
+        argv = [binary, "resume", *options, session_id]
+    else:
+        # The parent session already worked in `cwd`; exec would otherwise refuse a folder outside a git repo.
+        argv = [binary, "exec", "--skip-git-repo-check", "resume", *options, session_id, prompt]
+    return Launch(argv=argv, env={"CODEX_HOME": str(home)}, cwd=cwd, files=(path,), session_id=session_id)
+
+
+def rollout_path(home: Path, session_id: str, when: datetime) -> Path:
+    """Where Codex itself would file a session started at `when` (its resume looks the id up by file name)."""
+    day = when.astimezone(UTC)
+    return home / "sessions" / day.strftime("%Y/%m/%d") / f"rollout-{day.strftime('%Y-%m-%dT%H-%M-%S')}-{session_id}.jsonl"
+
+
+def history_items(turns: Sequence[Turn]) -> list[dict[str, Any]]:
+    """The turns as Responses API input items, in conversation order."""
+    items: list[dict[str, Any]] = []
+    for turn in turns:
+        items.append({"type": "message", "role": "user", "content": [{"type": "input_text", "text": turn.user}]})
+        for step in turn.steps:
+            if isinstance(step, ToolCall):
+                items.append(
+                    {
+                        "type": "function_call",
+                        "name": step.name,
+                        "arguments": json.dumps(step.input, ensure_ascii=False),
+                        "call_id": step.call_id,
+                    }
+                )
+                output = ERROR_PREFIX + step.output if step.is_error else step.output
+                items.append({"type": "function_call_output", "call_id": step.call_id, "output": output})
+            else:
+                items.append(
+                    {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": step}]}
+                )
+    return items
+
+
+def mcp_overrides(mcp: McpServer, cwd: Path) -> list[str]:
+    """`-c` options that register codeoid's MCP server for one run.
+
+    Codex starts stdio servers with a short allow-list of the caller's environment, so the workspace the server
+    answers for (`CLAUDE_PROJECT_DIR`, the variable codeoid-mcp reads) and `mcp.env` are passed explicitly.
+    """
+    env = {"CLAUDE_PROJECT_DIR": str(cwd), **mcp.env}
+    prefix = f"mcp_servers.{MCP_SERVER_NAME}"
+    values = {
+        "command": _toml(mcp.command),
+        "args": _toml(list(mcp.args)),
+        "env": "{" + ", ".join(f"{_toml(k)} = {_toml(v)}" for k, v in env.items()) + "}",
+        # Otherwise Codex sends the first request without waiting for the server, and recall is missing from it.
+        "required": "true",
+    }
+    options: list[str] = []
+    for key, value in values.items():
+        options += ["-c", f"{prefix}.{key}={value}"]
+    return options
+
+
+def _toml(value: str | list[str]) -> str:
+    """A TOML literal for a string or a list of strings. A JSON string is a valid TOML basic string as long as
+    non-ASCII text stays literal (TOML has no surrogate-pair escapes)."""
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml(v) for v in value) + "]"
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _session_meta(session_id: str, cwd: Path, stamp: str) -> dict[str, Any]:
+    return {"id": session_id, "timestamp": stamp, "cwd": str(cwd), "originator": ORIGINATOR,
+            "cli_version": ROLLOUT_FORMAT_VERSION, "source": "cli"}
+
+
+def _timestamp(when: datetime) -> str:
+    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.") + f"{when.microsecond // 1000:03d}Z"

@@ -1,0 +1,36 @@
+"""What a backend translator hands back: how to start the forked session, and which files it wrote for it.
+
+The translators for Codex and Gemini (`codeoid.fork.codex`, `codeoid.fork.gemini`) write the starting history in
+the backend's own format and return a `Launch`; the `codeoid fork` command runs it. Nothing is started here, so a
+translator can be tested without the agent CLI installed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class McpServer:
+    """codeoid's stdio MCP server as the forked session must start it (`command` is an absolute path)."""
+
+    command: str
+    args: Sequence[str] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Launch:
+    """Run `argv` in `cwd` with `env` added to the caller's environment.
+
+    `session_id` is the backend's id for the new session where codeoid chose it (Codex); None where the backend
+    mints its own at start (Gemini imports the history under a fresh id). `files` lists everything written.
+    """
+
+    argv: list[str]
+    env: dict[str, str]
+    cwd: Path
+    files: tuple[Path, ...]
+    session_id: str | None
