@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from codeoid.fork.launch import Launch, McpServer
+from codeoid.fork.launch import Launch, McpServer, timestamp
 from codeoid.fork.turns import ToolCall, Turn
 
 MCP_SERVER_NAME = "codeoid"
@@ -61,7 +61,7 @@ def prepare(
     now = now or datetime.now(UTC)
     path = rollout_path(home, session_id, now)
     path.parent.mkdir(parents=True, exist_ok=True)
-    stamp = _timestamp(now)
+    stamp = timestamp(now)
     records = [{"timestamp": stamp, "type": "session_meta", "payload": _session_meta(session_id, cwd, stamp)}]
     records += [{"timestamp": stamp, "type": "response_item", "payload": item} for item in history_items(turns)]
     # Exclusive create: a session id is never reused, and an existing session must not be overwritten.
@@ -79,7 +79,8 @@ def prepare(
 def rollout_path(home: Path, session_id: str, when: datetime) -> Path:
     """Where Codex itself would file a session started at `when` (its resume looks the id up by file name)."""
     day = when.astimezone(UTC)
-    return home / "sessions" / day.strftime("%Y/%m/%d") / f"rollout-{day.strftime('%Y-%m-%dT%H-%M-%S')}-{session_id}.jsonl"
+    name = f"rollout-{day.strftime('%Y-%m-%dT%H-%M-%S')}-{session_id}.jsonl"
+    return home / "sessions" / day.strftime("%Y/%m/%d") / name
 
 
 def history_items(turns: Sequence[Turn]) -> list[dict[str, Any]]:
@@ -138,7 +139,3 @@ def _toml(value: str | list[str]) -> str:
 def _session_meta(session_id: str, cwd: Path, stamp: str) -> dict[str, Any]:
     return {"id": session_id, "timestamp": stamp, "cwd": str(cwd), "originator": ORIGINATOR,
             "cli_version": ROLLOUT_FORMAT_VERSION, "source": "cli"}
-
-
-def _timestamp(when: datetime) -> str:
-    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.") + f"{when.microsecond // 1000:03d}Z"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 
 
@@ -34,3 +35,8 @@ class Launch:
     cwd: Path
     files: tuple[Path, ...]
     session_id: str | None
+
+
+def timestamp(when: datetime) -> str:
+    """`when` the way both Codex and Gemini stamp their records: UTC, milliseconds, a `Z` suffix."""
+    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.") + f"{when.microsecond // 1000:03d}Z"

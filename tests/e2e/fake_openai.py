@@ -87,7 +87,8 @@ class FakeOpenAI:
 
 
 def _events(text: str) -> list[dict[str, Any]]:
-    message = {"type": "message", "role": "assistant", "id": "msg_fake", "content": [{"type": "output_text", "text": text}]}
+    content = [{"type": "output_text", "text": text}]
+    message = {"type": "message", "role": "assistant", "id": "msg_fake", "content": content}
     usage = {"input_tokens": 100, "output_tokens": 10, "total_tokens": 110}
     return [
         {"type": "response.created", "response": {"id": "resp_fake"}},
