@@ -1,0 +1,286 @@
+"""A fork reaches the real Codex and Gemini CLIs intact: started through the translator's own argv against a
+scripted fake API on 127.0.0.1, each CLI's first request carries the forked turns in order, tool calls and their
+results included, checked turn by turn, and offers codeoid's MCP tools.
+
+The binaries come from `CODEOID_CODEX_BIN` / `CODEOID_GEMINI_BIN`, then the repo's `.tools/` install, then PATH;
+without one, its tests are skipped. Every run has its own HOME, so nothing touches the real one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from codeoid.fork import codex, gemini
+from codeoid.fork.launch import Launch, McpServer
+from codeoid.fork.turns import ToolCall, Turn
+
+from .fake_gemini import FakeGemini, contents
+from .fake_openai import FakeOpenAI, input_items
+from .rig import REPO_ROOT
+
+pytestmark = pytest.mark.e2e
+
+RUN_TIMEOUT = 120
+NEW_PROMPT = "Now, what was in the notes file?"
+ANSWER = "scripted answer from the fake API"
+
+#: A forked history with what a translator can get wrong: several turns, text before and after tool calls, two
+#: calls in a row, a failed call, an MCP tool, quotes, newlines and non-ASCII text.
+TURNS = [
+    Turn(1, "List the files, please.", (
+        "I'll look.",
+        ToolCall("toolu_01A", "Bash", {"command": "ls -a", "description": "list files"}, ".\n..\nnotes.txt\n"),
+        "There is one file: notes.txt.",
+    )),
+    Turn(2, 'Read notes.txt and "summarise" it — it is in Ünïcode.', (
+        ToolCall("toolu_02A", "Read", {"file_path": "/work/notes.txt"}, "File does not exist.", is_error=True),
+        ToolCall("toolu_02B", "Bash", {"command": "cat notes.txt"}, "ölçü: 3 kg\nline two"),
+        "It says ölçü: 3 kg.",
+    )),
+    Turn(3, "What did we decide yesterday?", (
+        ToolCall("toolu_03A", "mcp__codeoid__recall", {"query": "decision"}, "Episode 12: we chose SQLite."),
+        "We chose SQLite.",
+    )),
+]
+
+
+def find_cli(name: str, variable: str) -> str | None:
+    """The CLI CI pins (env override, then the repo's .tools install), else whatever is on PATH."""
+    override = os.environ.get(variable)
+    if override:
+        return override
+    pinned = REPO_ROOT / ".tools" / "node_modules" / ".bin" / name
+    return str(pinned) if pinned.exists() else shutil.which(name)
+
+
+@pytest.fixture(scope="module")
+def codex_bin() -> str:
+    found = find_cli("codex", "CODEOID_CODEX_BIN")
+    if found is None:
+        pytest.skip("no codex binary: set CODEOID_CODEX_BIN, npm install @openai/codex into .tools/, or put it on PATH")
+    return found
+
+
+@pytest.fixture(scope="module")
+def gemini_bin() -> str:
+    found = find_cli("gemini", "CODEOID_GEMINI_BIN")
+    if found is None:
+        pytest.skip(
+            "no gemini binary: set CODEOID_GEMINI_BIN, npm install @google/gemini-cli into .tools/, or put it on PATH"
+        )
+    return found
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    path = tmp_path / "project"
+    path.mkdir()
+    return path
+
+
+@pytest.fixture
+def mcp() -> McpServer:
+    command = Path(sys.executable).parent / "codeoid-mcp"
+    if not command.exists():
+        pytest.fail(f"{command} is missing: install codeoid into this environment (pip install .)")
+    return McpServer(str(command))
+
+
+@pytest.fixture
+def fake_openai() -> Iterator[FakeOpenAI]:
+    with FakeOpenAI([ANSWER]) as api:
+        yield api
+
+
+@pytest.fixture
+def fake_gemini() -> Iterator[FakeGemini]:
+    with FakeGemini([ANSWER]) as api:
+        yield api
+
+
+def run(launch: Launch, home: Path, extra_env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """Run the launch exactly as the translator gave it, with a private HOME and the variables a test adds."""
+    env = {**os.environ, "HOME": str(home), **launch.env, **extra_env}
+    return subprocess.run(
+        launch.argv, cwd=launch.cwd, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+        timeout=RUN_TIMEOUT,
+    )
+
+
+# -- Codex -------------------------------------------------------------------------------------------------------
+
+CODEX_CONFIG = """\
+model = "gpt-5-codex"
+model_provider = "fake"
+check_for_update_on_startup = false
+
+[analytics]
+enabled = false
+
+[features]
+plugins = false
+remote_plugin = false
+apps = false
+
+[model_providers.fake]
+name = "fake"
+base_url = "{base_url}"
+wire_api = "responses"
+env_key = "CODEOID_FAKE_OPENAI_KEY"
+"""
+
+
+def codex_expected(turn: Turn) -> list[tuple[Any, ...]]:
+    """What one turn must look like as Responses API input items, written out independently of the translator."""
+    expected: list[tuple[Any, ...]] = [("user", turn.user)]
+    for step in turn.steps:
+        if isinstance(step, ToolCall):
+            output = codex.ERROR_PREFIX + step.output if step.is_error else step.output
+            expected += [("call", step.call_id, step.name, step.input), ("output", step.call_id, output)]
+        else:
+            expected.append(("assistant", step))
+    return expected
+
+
+def codex_observed(item: dict[str, Any]) -> tuple[Any, ...]:
+    kind = item.get("type")
+    if kind == "function_call":
+        return ("call", item["call_id"], item["name"], json.loads(item["arguments"]))
+    if kind == "function_call_output":
+        return ("output", item["call_id"], item["output"])
+    texts = [part.get("text") for part in item.get("content", [])]
+    return (item.get("role"), *texts)
+
+
+def test_codex_first_request_carries_the_forked_turns_in_order(
+    codex_bin: str, fake_openai: FakeOpenAI, tmp_path: Path, workspace: Path, mcp: McpServer
+) -> None:
+    codex_home = tmp_path / "codex-home"
+    codex_home.mkdir()
+    (codex_home / "config.toml").write_text(CODEX_CONFIG.format(base_url=fake_openai.base_url))
+
+    launch = codex.prepare(TURNS, cwd=workspace, mcp=mcp, home=codex_home, prompt=NEW_PROMPT, binary=codex_bin)
+    done = run(launch, tmp_path, {"CODEOID_FAKE_OPENAI_KEY": "sk-fake"})
+
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert ANSWER in done.stdout
+    first = fake_openai.model_requests[0]
+    observed = [codex_observed(item) for item in input_items(first)]
+    # Only Codex's own instructions come before the history; its skills and environment messages come after.
+    start = observed.index(("user", TURNS[0].user))
+    assert {item[0] for item in observed[:start]} == {"developer"}
+    for turn in TURNS:
+        expected = codex_expected(turn)
+        assert observed[start: start + len(expected)] == expected, f"turn {turn.number}"
+        start += len(expected)
+    assert observed[-1] == ("user", NEW_PROMPT)
+    namespaces = {tool.get("name"): tool for tool in first.body["tools"]}
+    recall_tools = {tool["name"] for tool in namespaces["mcp__codeoid"]["tools"]}
+    assert {"recall", "recall_file", "timeline", "get_episode"} <= recall_tools
+
+
+def test_codex_fork_leaves_the_parent_history_file_as_written_and_records_the_new_turn(
+    codex_bin: str, fake_openai: FakeOpenAI, tmp_path: Path, workspace: Path, mcp: McpServer
+) -> None:
+    codex_home = tmp_path / "codex-home"
+    codex_home.mkdir()
+    (codex_home / "config.toml").write_text(CODEX_CONFIG.format(base_url=fake_openai.base_url))
+
+    launch = codex.prepare(TURNS, cwd=workspace, mcp=mcp, home=codex_home, prompt=NEW_PROMPT, binary=codex_bin)
+    (rollout,) = launch.files
+    written = rollout.read_text().splitlines()
+    done = run(launch, tmp_path, {"CODEOID_FAKE_OPENAI_KEY": "sk-fake"})
+
+    assert done.returncode == 0, done.stderr[-3000:]
+    after = rollout.read_text().splitlines()
+    assert after[: len(written)] == written, "codex rewrote the forked history instead of appending to it"
+    appended = "\n".join(after[len(written):])
+    assert NEW_PROMPT in appended and ANSWER in appended
+
+
+# -- Gemini ------------------------------------------------------------------------------------------------------
+
+GEMINI_SETTINGS = {
+    "security": {"auth": {"selectedType": "gemini-api-key"}},
+    # Without it every run sends usage statistics to play.googleapis.com.
+    "privacy": {"usageStatisticsEnabled": False},
+    # A fixed model: with the default ("auto") Gemini first asks a router model which one to use.
+    "model": {"name": "gemini-2.5-pro"},
+}
+
+
+def gemini_expected(turn: Turn) -> list[tuple[Any, ...]]:
+    """What one turn must look like as Gemini `contents`, written out independently of the translator: calls
+    that follow each other share a model content, and their results share the user content after it."""
+    expected: list[tuple[Any, ...]] = [("user", ("text", turn.user))]
+    model: list[tuple[Any, ...]] = []
+    results: list[tuple[Any, ...]] = []
+    for step in turn.steps:
+        if not isinstance(step, ToolCall) and results:
+            expected += [("model", *model), ("user", *results)]
+            model, results = [], []
+        if isinstance(step, ToolCall):
+            model.append(("call", step.call_id, step.name, step.input))
+            response = {"error": step.output} if step.is_error else {"output": step.output}
+            results.append(("result", step.call_id, step.name, response))
+        else:
+            model.append(("text", step))
+    expected.append(("model", *model))
+    if results:
+        expected.append(("user", *results))
+    return expected
+
+
+def gemini_observed(content: dict[str, Any]) -> tuple[Any, ...]:
+    parts: list[tuple[Any, ...]] = []
+    for part in content.get("parts", []):
+        if "functionCall" in part:
+            call = part["functionCall"]
+            parts.append(("call", call.get("id"), call["name"], call.get("args")))
+        elif "functionResponse" in part:
+            response = part["functionResponse"]
+            parts.append(("result", response.get("id"), response["name"], response["response"]))
+        elif not part.get("text", "").startswith("<session_context>"):
+            # Gemini folds its own session context into the first user content, ahead of the prompt.
+            parts.append(("text", part.get("text")))
+    return (content.get("role"), *parts)
+
+
+def test_gemini_first_request_carries_the_forked_turns_in_order(
+    gemini_bin: str, fake_gemini: FakeGemini, tmp_path: Path, workspace: Path, mcp: McpServer
+) -> None:
+    (tmp_path / ".gemini").mkdir()
+    (tmp_path / ".gemini" / "settings.json").write_text(json.dumps(GEMINI_SETTINGS))
+
+    launch = gemini.prepare(TURNS, cwd=workspace, mcp=mcp, home=tmp_path, prompt=NEW_PROMPT, binary=gemini_bin)
+    done = run(launch, tmp_path, {
+        "GEMINI_API_KEY": "fake-key",
+        "GOOGLE_GEMINI_BASE_URL": fake_gemini.base_url,
+        # Headless Gemini refuses an untrusted folder, and starts no stdio MCP server in one.
+        "GEMINI_CLI_TRUST_WORKSPACE": "true",
+    })
+
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert ANSWER in done.stdout
+    assert len(fake_gemini.requests) == 1, [r.path for r in fake_gemini.requests]
+    first = fake_gemini.model_requests[0]
+    observed = [gemini_observed(content) for content in contents(first)]
+    position = 0
+    for turn in TURNS:
+        expected = gemini_expected(turn)
+        assert observed[position: position + len(expected)] == expected, f"turn {turn.number}"
+        position += len(expected)
+    assert observed[position:] == [("user", ("text", NEW_PROMPT))]
+    declared = {d["name"] for tool in first.body["tools"] for d in tool.get("functionDeclarations", [])}
+    assert {"mcp_codeoid_recall", "mcp_codeoid_recall_file", "mcp_codeoid_timeline"} <= declared
+    kept = json.loads((tmp_path / ".gemini" / "settings.json").read_text())
+    assert kept["privacy"] == GEMINI_SETTINGS["privacy"], "registering the MCP server lost the user's settings"
