@@ -57,6 +57,8 @@ def prepare(
     of its own, so `Launch.session_id` is None.
     """
     home = home or gemini_home()
+    # First, so a refused registration leaves nothing behind.
+    settings = register_mcp_server(home, mcp)
     fork_id = fork_id or str(uuid.uuid4())
     now = now or datetime.now(UTC)
     folder = home / ".gemini" / FORKS_DIR / fork_id
@@ -67,7 +69,6 @@ def prepare(
     metadata = {"sessionId": fork_id, "projectHash": _project_hash(cwd), "startTime": stamp, "lastUpdated": stamp}
     records = [metadata, *conversation_records(turns, stamp)]
     conversation.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
-    settings = register_mcp_server(home, mcp)
     argv = [binary, "--session-file", str(conversation)]
     if prompt is not None:
         argv += ["-p", prompt]
@@ -120,7 +121,9 @@ def register_mcp_server(home: Path, mcp: McpServer) -> Path | None:
     entry = {"command": mcp.command, "args": list(mcp.args), "env": dict(mcp.env), "trust": True}
     if existing == entry:
         return None
-    if settings is not None:
+    if settings is None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    else:
         back_up(path)
     write_atomic(path, {**(settings or {}), "mcpServers": {**servers, MCP_SERVER_NAME: entry}})
     return path
