@@ -51,7 +51,7 @@ def test_codex_rollout_is_filed_where_codex_looks_up_a_session_by_id(tmp_path: P
 def test_codex_history_keeps_each_call_beside_its_result_and_marks_failures(tmp_path: Path) -> None:
     launch = codex.prepare(TURNS, cwd=tmp_path, mcp=MCP, home=tmp_path, now=NOW)
 
-    items = [record["payload"] for record in read_jsonl(launch.files[0])[1:]]
+    items = [r["payload"] for r in read_jsonl(launch.files[0]) if r["type"] == "response_item"]
     assert [(i["type"], i.get("role") or i.get("call_id")) for i in items] == [
         ("message", "user"), ("message", "assistant"), ("function_call", "toolu_1"),
         ("function_call_output", "toolu_1"), ("message", "assistant"),
@@ -61,6 +61,20 @@ def test_codex_history_keeps_each_call_beside_its_result_and_marks_failures(tmp_
     assert json.loads(items[2]["arguments"]) == {"command": "ls"}
     assert items[7]["output"] == "Tool call failed:\nFile does not exist."
     assert items[9]["output"] == "/p"
+
+
+def test_codex_rollout_shows_each_message_in_the_tui_right_after_the_item_the_model_reads(tmp_path: Path) -> None:
+    launch = codex.prepare(TURNS[:1], cwd=tmp_path, mcp=MCP, home=tmp_path, now=NOW)
+
+    records = read_jsonl(launch.files[0])[1:]
+    assert [(r["type"], r["payload"]["type"]) for r in records] == [
+        ("response_item", "message"), ("event_msg", "user_message"),
+        ("response_item", "message"), ("event_msg", "agent_message"),
+        ("response_item", "function_call"), ("response_item", "function_call_output"),
+        ("response_item", "message"), ("event_msg", "agent_message"),
+    ]
+    assert [r["payload"]["message"] for r in records if r["type"] == "event_msg"] == [
+        "first prompt", "thinking aloud", "done"]
 
 
 def test_codex_never_overwrites_an_existing_session(tmp_path: Path) -> None:

@@ -62,8 +62,12 @@ def prepare(
     path = rollout_path(home, session_id, now)
     path.parent.mkdir(parents=True, exist_ok=True)
     stamp = timestamp(now)
-    records = [{"timestamp": stamp, "type": "session_meta", "payload": _session_meta(session_id, cwd, stamp)}]
-    records += [{"timestamp": stamp, "type": "response_item", "payload": item} for item in history_items(turns)]
+    records = [_record(stamp, "session_meta", _session_meta(session_id, cwd, stamp))]
+    for item in history_items(turns):
+        records.append(_record(stamp, "response_item", item))
+        shown = _display_event(item)
+        if shown is not None:
+            records.append(_record(stamp, "event_msg", shown))
     # Exclusive create: a session id is never reused, and an existing session must not be overwritten.
     with path.open("x", encoding="utf-8") as out:
         out.writelines(json.dumps(record, ensure_ascii=False) + "\n" for record in records)
@@ -134,6 +138,23 @@ def _toml(value: str | list[str]) -> str:
     if isinstance(value, list):
         return "[" + ", ".join(_toml(v) for v in value) + "]"
     return json.dumps(value, ensure_ascii=False)
+
+
+def _display_event(item: dict[str, Any]) -> dict[str, Any] | None:
+    """The event Codex's TUI draws a message from on resume; the model reads only the response items.
+
+    Tool calls get none: the TUI draws them from execution events that carry Codex's own command details.
+    """
+    if item["type"] != "message":
+        return None
+    text = item["content"][0]["text"]
+    if item["role"] == "user":
+        return {"type": "user_message", "message": text, "kind": "plain"}
+    return {"type": "agent_message", "message": text}
+
+
+def _record(stamp: str, kind: str, payload: dict[str, Any]) -> dict[str, Any]:
+    return {"timestamp": stamp, "type": kind, "payload": payload}
 
 
 def _session_meta(session_id: str, cwd: Path, stamp: str) -> dict[str, Any]:

@@ -13,6 +13,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -26,11 +27,16 @@ from codeoid.fork.turns import ToolCall, Turn
 from .fake_gemini import FakeGemini, contents
 from .fake_openai import FakeOpenAI, input_items
 from .rig import REPO_ROOT
+from .scripted_api import RecordedRequest, ScriptedAPI
+from .tui import Terminal, wait_until
 
 pytestmark = pytest.mark.e2e
 
 RUN_TIMEOUT = 120
+TUI_TIMEOUT = 90
 NEW_PROMPT = "Now, what was in the notes file?"
+#: Typed into the TUIs: Gemini's takes a "?" as its shortcut-help key.
+TYPED_PROMPT = "Now tell me what the notes file said."
 ANSWER = "scripted answer from the fake API"
 
 #: A forked history with what a translator can get wrong: several turns, text before and after tool calls, two
@@ -107,13 +113,30 @@ def fake_gemini() -> Iterator[FakeGemini]:
         yield api
 
 
+def launch_env(launch: Launch, home: Path, extra_env: dict[str, str]) -> dict[str, str]:
+    """The launch's environment with a private HOME and the variables a test adds (the fake API's address)."""
+    return {**os.environ, "HOME": str(home), "TERM": "xterm-256color", **launch.env, **extra_env}
+
+
 def run(launch: Launch, home: Path, extra_env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    """Run the launch exactly as the translator gave it, with a private HOME and the variables a test adds."""
-    env = {**os.environ, "HOME": str(home), **launch.env, **extra_env}
+    """Run a headless launch exactly as the translator gave it."""
     return subprocess.run(
-        launch.argv, cwd=launch.cwd, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True,
-        timeout=RUN_TIMEOUT,
+        launch.argv, cwd=launch.cwd, env=launch_env(launch, home, extra_env), stdin=subprocess.DEVNULL,
+        capture_output=True, text=True, timeout=RUN_TIMEOUT,
     )
+
+
+def type_into_forked_session(terminal: Terminal, api: ScriptedAPI, ready: str) -> RecordedRequest:
+    """Wait until the interactive CLI shows every forked prompt and then `ready`, type the new prompt, and
+    return the model request it causes."""
+    for turn in TURNS:
+        terminal.wait_for(turn.user, timeout=TUI_TIMEOUT)
+    terminal.wait_for(ready, timeout=TUI_TIMEOUT, since=terminal.mark() - 4000)
+    time.sleep(1)  # the composer takes keys a moment after it is drawn
+    terminal.type_line(TYPED_PROMPT)
+    found = wait_until(lambda: api.model_requests, timeout=TUI_TIMEOUT, message=terminal.screen_text)
+    assert isinstance(found, list)
+    return found[0]
 
 
 # -- Codex -------------------------------------------------------------------------------------------------------
@@ -161,20 +184,9 @@ def codex_observed(item: dict[str, Any]) -> tuple[Any, ...]:
     return (item.get("role"), *texts)
 
 
-def test_codex_first_request_carries_the_forked_turns_in_order(
-    codex_bin: str, fake_openai: FakeOpenAI, tmp_path: Path, workspace: Path, mcp: McpServer
-) -> None:
-    codex_home = tmp_path / "codex-home"
-    codex_home.mkdir()
-    (codex_home / "config.toml").write_text(CODEX_CONFIG.format(base_url=fake_openai.base_url))
-
-    launch = codex.prepare(TURNS, cwd=workspace, mcp=mcp, home=codex_home, prompt=NEW_PROMPT, binary=codex_bin)
-    done = run(launch, tmp_path, {"CODEOID_FAKE_OPENAI_KEY": "sk-fake"})
-
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert ANSWER in done.stdout
-    first = fake_openai.model_requests[0]
-    observed = [codex_observed(item) for item in input_items(first)]
+def assert_codex_history(request: RecordedRequest, new_prompt: str) -> None:
+    """The forked turns, turn by turn, between Codex's instructions and the new prompt; codeoid's tools offered."""
+    observed = [codex_observed(item) for item in input_items(request)]
     # Only Codex's own instructions come before the history; its skills and environment messages come after.
     start = observed.index(("user", TURNS[0].user))
     assert {item[0] for item in observed[:start]} == {"developer"}
@@ -182,29 +194,62 @@ def test_codex_first_request_carries_the_forked_turns_in_order(
         expected = codex_expected(turn)
         assert observed[start: start + len(expected)] == expected, f"turn {turn.number}"
         start += len(expected)
-    assert observed[-1] == ("user", NEW_PROMPT)
-    namespaces = {tool.get("name"): tool for tool in first.body["tools"]}
+    assert observed[-1] == ("user", new_prompt)
+    namespaces = {tool.get("name"): tool for tool in request.body["tools"]}
     recall_tools = {tool["name"] for tool in namespaces["mcp__codeoid"]["tools"]}
     assert {"recall", "recall_file", "timeline", "get_episode"} <= recall_tools
 
 
-def test_codex_fork_leaves_the_parent_history_file_as_written_and_records_the_new_turn(
-    codex_bin: str, fake_openai: FakeOpenAI, tmp_path: Path, workspace: Path, mcp: McpServer
-) -> None:
-    codex_home = tmp_path / "codex-home"
-    codex_home.mkdir()
-    (codex_home / "config.toml").write_text(CODEX_CONFIG.format(base_url=fake_openai.base_url))
+@pytest.fixture
+def codex_home(tmp_path: Path, fake_openai: FakeOpenAI) -> Path:
+    """A CODEX_HOME whose config sends the model to the fake API, as a user's would send it to OpenAI."""
+    home = tmp_path / "codex-home"
+    home.mkdir()
+    (home / "config.toml").write_text(CODEX_CONFIG.format(base_url=fake_openai.base_url))
+    return home
 
+
+CODEX_ENV = {"CODEOID_FAKE_OPENAI_KEY": "sk-fake"}
+
+
+def test_codex_first_request_carries_the_forked_turns_in_order(
+    codex_bin: str, fake_openai: FakeOpenAI, codex_home: Path, tmp_path: Path, workspace: Path, mcp: McpServer
+) -> None:
+    launch = codex.prepare(TURNS, cwd=workspace, mcp=mcp, home=codex_home, prompt=NEW_PROMPT, binary=codex_bin)
+    done = run(launch, tmp_path, CODEX_ENV)
+
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert ANSWER in done.stdout
+    assert_codex_history(fake_openai.model_requests[0], NEW_PROMPT)
+
+
+def test_codex_fork_keeps_the_written_history_and_appends_the_new_turn(
+    codex_bin: str, fake_openai: FakeOpenAI, codex_home: Path, tmp_path: Path, workspace: Path, mcp: McpServer
+) -> None:
     launch = codex.prepare(TURNS, cwd=workspace, mcp=mcp, home=codex_home, prompt=NEW_PROMPT, binary=codex_bin)
     (rollout,) = launch.files
     written = rollout.read_text().splitlines()
-    done = run(launch, tmp_path, {"CODEOID_FAKE_OPENAI_KEY": "sk-fake"})
+    done = run(launch, tmp_path, CODEX_ENV)
 
     assert done.returncode == 0, done.stderr[-3000:]
     after = rollout.read_text().splitlines()
     assert after[: len(written)] == written, "codex rewrote the forked history instead of appending to it"
     appended = "\n".join(after[len(written):])
     assert NEW_PROMPT in appended and ANSWER in appended
+
+
+@pytest.mark.slow
+def test_interactive_codex_shows_the_forked_conversation_and_sends_it_with_the_next_prompt(
+    codex_bin: str, fake_openai: FakeOpenAI, codex_home: Path, tmp_path: Path, workspace: Path, mcp: McpServer
+) -> None:
+    launch = codex.prepare(TURNS, cwd=workspace, mcp=mcp, home=codex_home, binary=codex_bin)
+    terminal = Terminal(launch.argv, env=launch_env(launch, tmp_path, CODEX_ENV), cwd=str(launch.cwd))
+    try:
+        request = type_into_forked_session(terminal, fake_openai, ready="Ask Codex to do anything")
+        terminal.wait_for(ANSWER, timeout=TUI_TIMEOUT)
+    finally:
+        terminal.close()
+    assert_codex_history(request, TYPED_PROMPT)
 
 
 # -- Gemini ------------------------------------------------------------------------------------------------------
@@ -255,32 +300,57 @@ def gemini_observed(content: dict[str, Any]) -> tuple[Any, ...]:
     return (content.get("role"), *parts)
 
 
-def test_gemini_first_request_carries_the_forked_turns_in_order(
-    gemini_bin: str, fake_gemini: FakeGemini, tmp_path: Path, workspace: Path, mcp: McpServer
-) -> None:
-    (tmp_path / ".gemini").mkdir()
-    (tmp_path / ".gemini" / "settings.json").write_text(json.dumps(GEMINI_SETTINGS))
-
-    launch = gemini.prepare(TURNS, cwd=workspace, mcp=mcp, home=tmp_path, prompt=NEW_PROMPT, binary=gemini_bin)
-    done = run(launch, tmp_path, {
-        "GEMINI_API_KEY": "fake-key",
-        "GOOGLE_GEMINI_BASE_URL": fake_gemini.base_url,
-        # Headless Gemini refuses an untrusted folder, and starts no stdio MCP server in one.
-        "GEMINI_CLI_TRUST_WORKSPACE": "true",
-    })
-
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert ANSWER in done.stdout
-    assert len(fake_gemini.requests) == 1, [r.path for r in fake_gemini.requests]
-    first = fake_gemini.model_requests[0]
-    observed = [gemini_observed(content) for content in contents(first)]
+def assert_gemini_history(request: RecordedRequest, new_prompt: str) -> None:
+    """The forked turns, turn by turn, then the new prompt; codeoid's tools offered."""
+    observed = [gemini_observed(content) for content in contents(request)]
     position = 0
     for turn in TURNS:
         expected = gemini_expected(turn)
         assert observed[position: position + len(expected)] == expected, f"turn {turn.number}"
         position += len(expected)
-    assert observed[position:] == [("user", ("text", NEW_PROMPT))]
-    declared = {d["name"] for tool in first.body["tools"] for d in tool.get("functionDeclarations", [])}
+    assert observed[position:] == [("user", ("text", new_prompt))]
+    declared = {d["name"] for tool in request.body["tools"] for d in tool.get("functionDeclarations", [])}
     assert {"mcp_codeoid_recall", "mcp_codeoid_recall_file", "mcp_codeoid_timeline"} <= declared
+
+
+@pytest.fixture
+def gemini_env(tmp_path: Path, fake_gemini: FakeGemini) -> dict[str, str]:
+    """User settings and variables that send the model to the fake API, as a user's would send it to Google."""
+    (tmp_path / ".gemini").mkdir()
+    (tmp_path / ".gemini" / "settings.json").write_text(json.dumps(GEMINI_SETTINGS))
+    return {
+        "GEMINI_API_KEY": "fake-key",
+        "GOOGLE_GEMINI_BASE_URL": fake_gemini.base_url,
+        # Gemini refuses to run headless in an untrusted folder, and starts no stdio MCP server in one.
+        "GEMINI_CLI_TRUST_WORKSPACE": "true",
+    }
+
+
+def test_gemini_first_request_carries_the_forked_turns_in_order(
+    gemini_bin: str, fake_gemini: FakeGemini, gemini_env: dict[str, str], tmp_path: Path, workspace: Path,
+    mcp: McpServer,
+) -> None:
+    launch = gemini.prepare(TURNS, cwd=workspace, mcp=mcp, home=tmp_path, prompt=NEW_PROMPT, binary=gemini_bin)
+    done = run(launch, tmp_path, gemini_env)
+
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert ANSWER in done.stdout
+    assert len(fake_gemini.requests) == 1, [r.path for r in fake_gemini.requests]
+    assert_gemini_history(fake_gemini.model_requests[0], NEW_PROMPT)
     kept = json.loads((tmp_path / ".gemini" / "settings.json").read_text())
     assert kept["privacy"] == GEMINI_SETTINGS["privacy"], "registering the MCP server lost the user's settings"
+
+
+@pytest.mark.slow
+def test_interactive_gemini_shows_the_forked_conversation_and_sends_it_with_the_next_prompt(
+    gemini_bin: str, fake_gemini: FakeGemini, gemini_env: dict[str, str], tmp_path: Path, workspace: Path,
+    mcp: McpServer,
+) -> None:
+    launch = gemini.prepare(TURNS, cwd=workspace, mcp=mcp, home=tmp_path, binary=gemini_bin)
+    terminal = Terminal(launch.argv, env=launch_env(launch, tmp_path, gemini_env), cwd=str(launch.cwd))
+    try:
+        request = type_into_forked_session(terminal, fake_gemini, ready="Type your message")
+        terminal.wait_for(ANSWER, timeout=TUI_TIMEOUT)
+    finally:
+        terminal.close()
+    assert_gemini_history(request, TYPED_PROMPT)
