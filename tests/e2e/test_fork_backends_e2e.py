@@ -141,6 +141,8 @@ def type_into_forked_session(terminal: Terminal, api: ScriptedAPI, ready: str) -
 
 # -- Codex -------------------------------------------------------------------------------------------------------
 
+#: Offline as well as pointed at the fake: without `analytics` Codex looks up ab.chatgpt.com, without `plugins`
+#: github.com and chatgpt.com (docs/backends/codex.md).
 CODEX_CONFIG = """\
 model = "gpt-5-codex"
 model_provider = "fake"
@@ -151,8 +153,6 @@ enabled = false
 
 [features]
 plugins = false
-remote_plugin = false
-apps = false
 
 [model_providers.fake]
 name = "fake"
@@ -260,6 +260,8 @@ GEMINI_SETTINGS = {
     "privacy": {"usageStatisticsEnabled": False},
     # A fixed model: with the default ("auto") Gemini first asks a router model which one to use.
     "model": {"name": "gemini-2.5-pro"},
+    # The interactive CLI asks the npm registry for a newer version, and may install it, unless told not to.
+    "general": {"enableAutoUpdate": False, "enableAutoUpdateNotification": False},
 }
 
 
