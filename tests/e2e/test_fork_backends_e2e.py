@@ -131,7 +131,7 @@ def type_into_forked_session(terminal: Terminal, api: ScriptedAPI, ready: str) -
     return the model request it causes."""
     for turn in TURNS:
         terminal.wait_for(turn.user, timeout=TUI_TIMEOUT)
-    terminal.wait_for(ready, timeout=TUI_TIMEOUT, since=terminal.mark() - 4000)
+    terminal.wait_for(ready, timeout=TUI_TIMEOUT)
     time.sleep(1)  # the composer takes keys a moment after it is drawn
     terminal.type_line(TYPED_PROMPT)
     found = wait_until(lambda: api.model_requests, timeout=TUI_TIMEOUT, message=terminal.screen_text)
