@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from codeoid.fork import codex, gemini
-from codeoid.fork.launch import McpServer
+from codeoid.fork.launch import McpServer, mcp_tool
 from codeoid.fork.turns import ToolCall, Turn
 from codeoid.json_config import BACKUP_MARK, InstallError
 
@@ -29,6 +29,20 @@ TURNS = [
 
 def read_jsonl(path: Path) -> list[dict[str, object]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+@pytest.mark.parametrize(("name", "expected"), [
+    ("mcp__codeoid__recall", ("codeoid", "recall")),
+    ("mcp__plugin_tools_srv__get_page", ("plugin_tools_srv", "get_page")),
+    ("Bash", None),
+    ("mcp__codeoid", None),
+    ("mcp_codeoid_recall", None),
+])
+def test_mcp_tool_splits_claude_code_mcp_names_only(name: str, expected: tuple[str, str] | None) -> None:
+    assert mcp_tool(name) == expected
+
+
+RECALL_TURN = Turn(1, "what did we decide", (ToolCall("toolu_9", "mcp__codeoid__recall", {"query": "db"}, "SQLite"),))
 
 
 # -- Codex -------------------------------------------------------------------------------------------------------
@@ -75,6 +89,13 @@ def test_codex_rollout_shows_each_message_in_the_tui_right_after_the_item_the_mo
     ]
     assert [r["payload"]["message"] for r in records if r["type"] == "event_msg"] == [
         "first prompt", "thinking aloud", "done"]
+
+
+def test_codex_names_an_mcp_call_by_namespace_and_tool_as_codex_calls_it(tmp_path: Path) -> None:
+    launch = codex.prepare([RECALL_TURN], cwd=tmp_path, mcp=MCP, home=tmp_path, now=NOW)
+
+    (call,) = [r["payload"] for r in read_jsonl(launch.files[0]) if r["payload"].get("type") == "function_call"]
+    assert (call["namespace"], call["name"], call["call_id"]) == ("mcp__codeoid", "recall", "toolu_9")
 
 
 def test_codex_never_overwrites_an_existing_session(tmp_path: Path) -> None:
@@ -141,6 +162,13 @@ def test_gemini_failed_call_answers_with_an_error_response_and_success_with_outp
     assert calls["toolu_2"]["result"] == [{"functionResponse": {
         "id": "toolu_2", "name": "Read", "response": {"error": "File does not exist."}}}]
     assert calls["toolu_3"]["args"] == {"command": "pwd"}
+
+
+def test_gemini_names_an_mcp_call_as_gemini_names_the_tool(tmp_path: Path) -> None:
+    launch = gemini.prepare([RECALL_TURN], cwd=tmp_path, mcp=MCP, home=tmp_path, now=NOW)
+
+    (call,) = [c for r in read_jsonl(launch.files[0])[1:] for c in r.get("toolCalls", [])]
+    assert (call["name"], call["id"], call["result"]) == ("mcp_codeoid_recall", "toolu_9", "SQLite")
 
 
 def test_gemini_argv_imports_the_conversation_file(tmp_path: Path) -> None:

@@ -5,8 +5,9 @@ Codex keeps each session as a rollout JSONL file under `$CODEX_HOME/sessions/YYY
 the new prompt (docs/backends/codex.md). Observed on codex-cli 0.171.0: a file holding only a `session_meta`
 line and `response_item` lines is enough, so the history reaches the model as Responses API input items, the
 same shape Codex sends for its own past turns: user and assistant messages, `function_call` and
-`function_call_output`. Tool names and call ids stay as the source backend had them, so the model reads what
-really happened and a call id still leads back to the stored episode.
+`function_call_output`. Call ids and tool names stay as the source backend had them, so the model reads what
+really happened and a call id still leads back to the stored episode; only MCP tools are named the way Codex
+names them (tool `recall` in namespace `mcp__codeoid`), so a past recall matches the tool the fork offers.
 
 codeoid's MCP server is registered for this launch only, with `-c mcp_servers.codeoid.*` overrides on the
 command line, so the user's `config.toml` is never edited.
@@ -22,7 +23,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from codeoid.fork.launch import Launch, McpServer, timestamp
+from codeoid.fork.launch import Launch, McpServer, mcp_tool, timestamp
 from codeoid.fork.turns import ToolCall, Turn
 
 MCP_SERVER_NAME = "codeoid"
@@ -97,7 +98,7 @@ def history_items(turns: Sequence[Turn]) -> list[dict[str, Any]]:
                 items.append(
                     {
                         "type": "function_call",
-                        "name": step.name,
+                        **_function_name(step.name),
                         "arguments": json.dumps(step.input, ensure_ascii=False),
                         "call_id": step.call_id,
                     }
@@ -109,6 +110,15 @@ def history_items(turns: Sequence[Turn]) -> list[dict[str, Any]]:
                     {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": step}]}
                 )
     return items
+
+
+def _function_name(name: str) -> dict[str, str]:
+    """How Codex names a call: an MCP tool by its server's namespace and its own name, anything else as it was."""
+    server_tool = mcp_tool(name)
+    if server_tool is None:
+        return {"name": name}
+    server, tool = server_tool
+    return {"name": tool, "namespace": f"mcp__{server}"}
 
 
 def mcp_overrides(mcp: McpServer, cwd: Path) -> list[str]:

@@ -5,7 +5,8 @@ imports such a file as a new session: it copies it under `~/.gemini/tmp/<project
 id and replays its `user` and `gemini` messages as the conversation (docs/backends/gemini.md). A `gemini` message
 carries its text and its `toolCalls`, each with the result the model saw; Gemini turns those into a model
 content with `functionCall` parts followed by a user content with the matching `functionResponse` parts, the same
-shape it sends for its own past turns. Tool names and call ids stay as the source backend had them.
+shape it sends for its own past turns. Call ids and tool names stay as the source backend had them, except MCP
+tools, named the way Gemini names them (`mcp_codeoid_recall`) so a past recall matches the tool the fork offers.
 
 codeoid's MCP server is registered at user scope, in `<home>/.gemini/settings.json` (the file `gemini mcp add
 -s user` edits), the way `codeoid install` registers it with Claude Code. Gemini 0.61.0 has no per-run way to add
@@ -24,7 +25,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from codeoid.fork.launch import Launch, McpServer, timestamp
+from codeoid.fork.launch import Launch, McpServer, mcp_tool, timestamp
 from codeoid.fork.turns import ToolCall, Turn
 from codeoid.hook_table import MCP_SERVER_NAME, is_codeoid_server
 from codeoid.json_config import InstallError, back_up, load_object, write_atomic
@@ -130,14 +131,21 @@ def register_mcp_server(home: Path, mcp: McpServer) -> Path | None:
 
 
 def _tool_call(call: ToolCall, stamp: str) -> dict[str, Any]:
-    record: dict[str, Any] = {"id": call.call_id, "name": call.name, "args": call.input, "timestamp": stamp}
+    name = gemini_tool_name(call.name)
+    record: dict[str, Any] = {"id": call.call_id, "name": name, "args": call.input, "timestamp": stamp}
     if call.is_error:
         # Gemini's own failed calls answer with `{"error": ...}`; a string result would read as a success.
-        response = {"id": call.call_id, "name": call.name, "response": {"error": call.output}}
+        response = {"id": call.call_id, "name": name, "response": {"error": call.output}}
         record.update(status="error", result=[{"functionResponse": response}])
     else:
         record.update(status="success", result=call.output)
     return record
+
+
+def gemini_tool_name(name: str) -> str:
+    """How Gemini names a tool: an MCP tool as `mcp_<server>_<tool>`, anything else as it was."""
+    server_tool = mcp_tool(name)
+    return name if server_tool is None else f"mcp_{server_tool[0]}_{server_tool[1]}"
 
 
 def _project_hash(cwd: Path) -> str:

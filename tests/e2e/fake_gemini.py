@@ -1,9 +1,9 @@
 """A scripted fake of the Gemini API, good enough for the real `gemini` CLI (0.61.0).
 
 Gemini CLI is pointed here with `GOOGLE_GEMINI_BASE_URL` and API-key auth. Each
-`POST /v1beta/models/<model>:streamGenerateContent?alt=sse` gets the next scripted text as one candidate in one
-SSE `data:` event. Other calls are Gemini's helpers (the model router's non-streaming `generateContent` when no
-model is given, for one) and get `{}` without consuming the script.
+`POST /v1beta/models/<model>:streamGenerateContent?alt=sse` gets the next scripted reply as one candidate in one
+SSE `data:` event: a text part, or a `functionCall` part. Other calls are Gemini's helpers (the model router's
+non-streaming `generateContent` when no model is given, for one) and get `{}` without consuming the script.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .scripted_api import RecordedRequest, ScriptedAPI
+from .scripted_api import CallTool, RecordedRequest, ScriptedAPI, ScriptItem
 
 STREAM_METHOD = ":streamGenerateContent"
 
@@ -29,9 +29,13 @@ class FakeGemini(ScriptedAPI):
     def is_model_request(self, request: RecordedRequest) -> bool:
         return request.method == "POST" and request.path.endswith(STREAM_METHOD)
 
-    def answer(self, text: str) -> tuple[int, str, bytes]:
+    def answer(self, item: ScriptItem) -> tuple[int, str, bytes]:
+        if isinstance(item, CallTool):
+            part: dict[str, Any] = {"functionCall": {"name": item.name, "args": item.arguments, "id": item.call_id}}
+        else:
+            part = {"text": item}
         chunk = {
-            "candidates": [{"content": {"role": "model", "parts": [{"text": text}]}, "finishReason": "STOP"}],
+            "candidates": [{"content": {"role": "model", "parts": [part]}, "finishReason": "STOP"}],
             "usageMetadata": {"promptTokenCount": 100, "candidatesTokenCount": 10, "totalTokenCount": 110},
         }
         return 200, "text/event-stream", f"data: {json.dumps(chunk)}\r\n\r\n".encode()

@@ -1,8 +1,9 @@
 """The part every scripted fake model API shares: a thread server on 127.0.0.1 that records each request and
-answers model requests with the next scripted text, in the wire format a subclass supplies.
+answers model requests with the next scripted reply (text or one tool call), in the wire format a subclass
+supplies.
 
 `fake_anthropic.py` predates this and does much more (tool calls, usage, request kinds); the fakes for the
-Codex and Gemini CLIs only need to hear a first request and answer it with text.
+Codex and Gemini CLIs only need to hear a request and answer it with text or a call of codeoid's MCP tools.
 """
 
 from __future__ import annotations
@@ -16,6 +17,19 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 EXHAUSTED_TEXT = "(script exhausted)"
+
+
+@dataclass(frozen=True)
+class CallTool:
+    """A scripted reply that asks the CLI to call one tool, by the name the CLI declared it under."""
+
+    name: str
+    arguments: dict[str, Any]
+    call_id: str = "call_scripted_1"
+
+
+#: One scripted reply: assistant text, or a tool call.
+ScriptItem = str | CallTool
 
 
 @dataclass(frozen=True)
@@ -33,16 +47,21 @@ class ScriptedAPI:
     """Start it, give `base_url` to the CLI, read `requests` back. Subclasses say which requests are model calls
     and how a text answer is encoded."""
 
-    def __init__(self, script: Iterable[str] = ()) -> None:
+    def __init__(self, script: Iterable[ScriptItem] = ()) -> None:
         self._lock = threading.Lock()
-        self._script: deque[str] = deque(script)
+        self._script: deque[ScriptItem] = deque(script)
         self._log: list[RecordedRequest] = []
         self._server: _Server | None = None
+
+    def add(self, *items: ScriptItem) -> None:
+        """Append replies to the script, consumed one per model request."""
+        with self._lock:
+            self._script.extend(items)
 
     def is_model_request(self, request: RecordedRequest) -> bool:
         raise NotImplementedError
 
-    def answer(self, text: str) -> tuple[int, str, bytes]:
+    def answer(self, item: ScriptItem) -> tuple[int, str, bytes]:
         """Status, content type and body of the reply to a model request."""
         raise NotImplementedError
 
@@ -88,8 +107,8 @@ class ScriptedAPI:
             self._log.append(request)
             if not self.is_model_request(request):
                 return self.other_answer(request)
-            text = self._script.popleft() if self._script else EXHAUSTED_TEXT
-        return self.answer(text)
+            item = self._script.popleft() if self._script else EXHAUSTED_TEXT
+        return self.answer(item)
 
 
 class _Server(ThreadingHTTPServer):

@@ -23,11 +23,14 @@ import pytest
 from codeoid.fork import codex, gemini
 from codeoid.fork.launch import Launch, McpServer
 from codeoid.fork.turns import ToolCall, Turn
+from codeoid.store import capture
+from codeoid.store import db as store_db
+from codeoid.workspace import identify
 
 from .fake_gemini import FakeGemini, contents
 from .fake_openai import FakeOpenAI, input_items
 from .rig import REPO_ROOT
-from .scripted_api import RecordedRequest, ScriptedAPI
+from .scripted_api import CallTool, RecordedRequest, ScriptedAPI
 from .tui import Terminal, wait_until
 
 pytestmark = pytest.mark.e2e
@@ -94,22 +97,54 @@ def workspace(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def mcp() -> McpServer:
+def codeoid_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path / "codeoid-home"
+    monkeypatch.setenv("CODEOID_HOME", str(home))
+    return home
+
+
+@pytest.fixture
+def mcp(codeoid_home: Path) -> McpServer:
+    """codeoid-mcp as `codeoid fork` would register it, on a private data dir (semantic recall off: no indexer)."""
     command = Path(sys.executable).parent / "codeoid-mcp"
     if not command.exists():
         pytest.fail(f"{command} is missing: install codeoid into this environment (pip install .)")
-    return McpServer(str(command))
+    return McpServer(str(command), env={"CODEOID_HOME": str(codeoid_home), "CODEOID_VECTOR": "off"})
+
+
+#: What the parent session said, stored by codeoid; a recall in the fork must find it.
+PARENT_MEMORY = "We settled on SQLite with WAL because the store must survive a crash mid-write."
+
+
+@pytest.fixture
+def parent_memory(codeoid_home: Path, workspace: Path) -> str:
+    """The parent session's memory of this workspace, stored the way the hooks store it."""
+    db = store_db.connect()
+    try:
+        with store_db.write_transaction(db):
+            owner = capture.ensure_backing_session(
+                db, backing_session_id="parent-claude-session", workspace=identify(str(workspace)),
+                now=time.time() - 60, source="startup", claude_pid=None,
+            )
+            capture.add_user_turn(db, owner, prompt="Which database for the store?", prompt_id="p1",
+                                  origin="user", now=time.time() - 50)
+            capture.add_assistant_message(db, owner, message_id="m1", text=PARENT_MEMORY, now=time.time() - 40)
+    finally:
+        db.close()
+    return PARENT_MEMORY
 
 
 @pytest.fixture
 def fake_openai() -> Iterator[FakeOpenAI]:
-    with FakeOpenAI([ANSWER]) as api:
+    """A fake Responses API with an empty script; tests add the replies they need."""
+    with FakeOpenAI() as api:
         yield api
 
 
 @pytest.fixture
 def fake_gemini() -> Iterator[FakeGemini]:
-    with FakeGemini([ANSWER]) as api:
+    """A fake Gemini API with an empty script; tests add the replies they need."""
+    with FakeGemini() as api:
         yield api
 
 
@@ -163,12 +198,15 @@ env_key = "CODEOID_FAKE_OPENAI_KEY"
 
 
 def codex_expected(turn: Turn) -> list[tuple[Any, ...]]:
-    """What one turn must look like as Responses API input items, written out independently of the translator."""
+    """What one turn must look like as Responses API input items, written out independently of the translator:
+    an MCP tool (`mcp__codeoid__recall`) becomes tool `recall` in namespace `mcp__codeoid`, as Codex calls it."""
     expected: list[tuple[Any, ...]] = [("user", turn.user)]
     for step in turn.steps:
         if isinstance(step, ToolCall):
             output = codex.ERROR_PREFIX + step.output if step.is_error else step.output
-            expected += [("call", step.call_id, step.name, step.input), ("output", step.call_id, output)]
+            mcp, server, tool = step.name.split("__") if step.name.startswith("mcp__") else ("", "", "")
+            name, namespace = (tool, f"{mcp}__{server}") if mcp else (step.name, None)
+            expected += [("call", step.call_id, name, namespace, step.input), ("output", step.call_id, output)]
         else:
             expected.append(("assistant", step))
     return expected
@@ -177,7 +215,7 @@ def codex_expected(turn: Turn) -> list[tuple[Any, ...]]:
 def codex_observed(item: dict[str, Any]) -> tuple[Any, ...]:
     kind = item.get("type")
     if kind == "function_call":
-        return ("call", item["call_id"], item["name"], json.loads(item["arguments"]))
+        return ("call", item["call_id"], item["name"], item.get("namespace"), json.loads(item["arguments"]))
     if kind == "function_call_output":
         return ("output", item["call_id"], item["output"])
     texts = [part.get("text") for part in item.get("content", [])]
@@ -215,6 +253,8 @@ CODEX_ENV = {"CODEOID_FAKE_OPENAI_KEY": "sk-fake"}
 def test_codex_first_request_carries_the_forked_turns_in_order(
     codex_bin: str, fake_openai: FakeOpenAI, codex_home: Path, tmp_path: Path, workspace: Path, mcp: McpServer
 ) -> None:
+    fake_openai.add(ANSWER)
+
     launch = codex.prepare(TURNS, cwd=workspace, mcp=mcp, home=codex_home, prompt=NEW_PROMPT, binary=codex_bin)
     done = run(launch, tmp_path, CODEX_ENV)
 
@@ -226,6 +266,8 @@ def test_codex_first_request_carries_the_forked_turns_in_order(
 def test_codex_fork_keeps_the_written_history_and_appends_the_new_turn(
     codex_bin: str, fake_openai: FakeOpenAI, codex_home: Path, tmp_path: Path, workspace: Path, mcp: McpServer
 ) -> None:
+    fake_openai.add(ANSWER)
+
     launch = codex.prepare(TURNS, cwd=workspace, mcp=mcp, home=codex_home, prompt=NEW_PROMPT, binary=codex_bin)
     (rollout,) = launch.files
     written = rollout.read_text().splitlines()
@@ -238,10 +280,28 @@ def test_codex_fork_keeps_the_written_history_and_appends_the_new_turn(
     assert NEW_PROMPT in appended and ANSWER in appended
 
 
+def test_codex_fork_recalls_the_parent_sessions_memory_through_codeoid(
+    codex_bin: str, fake_openai: FakeOpenAI, codex_home: Path, tmp_path: Path, workspace: Path, mcp: McpServer,
+    parent_memory: str,
+) -> None:
+    fake_openai.add(CallTool("mcp__codeoid__recall", {"query": "database store SQLite"}), ANSWER)
+
+    launch = codex.prepare(TURNS, cwd=workspace, mcp=mcp, home=codex_home, prompt=NEW_PROMPT, binary=codex_bin)
+    done = run(launch, tmp_path, CODEX_ENV)
+
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert ANSWER in done.stdout
+    last = input_items(fake_openai.model_requests[1])[-1]
+    assert last["type"] == "function_call_output" and last["call_id"] == "call_scripted_1"
+    assert parent_memory in json.dumps(last["output"], ensure_ascii=False)
+
+
 @pytest.mark.slow
 def test_interactive_codex_shows_the_forked_conversation_and_sends_it_with_the_next_prompt(
     codex_bin: str, fake_openai: FakeOpenAI, codex_home: Path, tmp_path: Path, workspace: Path, mcp: McpServer
 ) -> None:
+    fake_openai.add(ANSWER)
+
     launch = codex.prepare(TURNS, cwd=workspace, mcp=mcp, home=codex_home, binary=codex_bin)
     terminal = Terminal(launch.argv, env=launch_env(launch, tmp_path, CODEX_ENV), cwd=str(launch.cwd))
     try:
@@ -267,7 +327,8 @@ GEMINI_SETTINGS = {
 
 def gemini_expected(turn: Turn) -> list[tuple[Any, ...]]:
     """What one turn must look like as Gemini `contents`, written out independently of the translator: calls
-    that follow each other share a model content, and their results share the user content after it."""
+    that follow each other share a model content, their results share the user content after it, and an MCP
+    tool (`mcp__codeoid__recall`) is named as Gemini names it (`mcp_codeoid_recall`)."""
     expected: list[tuple[Any, ...]] = [("user", ("text", turn.user))]
     model: list[tuple[Any, ...]] = []
     results: list[tuple[Any, ...]] = []
@@ -276,9 +337,11 @@ def gemini_expected(turn: Turn) -> list[tuple[Any, ...]]:
             expected += [("model", *model), ("user", *results)]
             model, results = [], []
         if isinstance(step, ToolCall):
-            model.append(("call", step.call_id, step.name, step.input))
+            name = "mcp_" + step.name.removeprefix("mcp__").replace("__", "_")
+            name = name if step.name.startswith("mcp__") else step.name
+            model.append(("call", step.call_id, name, step.input))
             response = {"error": step.output} if step.is_error else {"output": step.output}
-            results.append(("result", step.call_id, step.name, response))
+            results.append(("result", step.call_id, name, response))
         else:
             model.append(("text", step))
     expected.append(("model", *model))
@@ -332,6 +395,8 @@ def test_gemini_first_request_carries_the_forked_turns_in_order(
     gemini_bin: str, fake_gemini: FakeGemini, gemini_env: dict[str, str], tmp_path: Path, workspace: Path,
     mcp: McpServer,
 ) -> None:
+    fake_gemini.add(ANSWER)
+
     launch = gemini.prepare(TURNS, cwd=workspace, mcp=mcp, home=tmp_path, prompt=NEW_PROMPT, binary=gemini_bin)
     done = run(launch, tmp_path, gemini_env)
 
@@ -343,11 +408,29 @@ def test_gemini_first_request_carries_the_forked_turns_in_order(
     assert kept["privacy"] == GEMINI_SETTINGS["privacy"], "registering the MCP server lost the user's settings"
 
 
+def test_gemini_fork_recalls_the_parent_sessions_memory_through_codeoid(
+    gemini_bin: str, fake_gemini: FakeGemini, gemini_env: dict[str, str], tmp_path: Path, workspace: Path,
+    mcp: McpServer, parent_memory: str,
+) -> None:
+    fake_gemini.add(CallTool("mcp_codeoid_recall", {"query": "database store SQLite"}), ANSWER)
+
+    launch = gemini.prepare(TURNS, cwd=workspace, mcp=mcp, home=tmp_path, prompt=NEW_PROMPT, binary=gemini_bin)
+    done = run(launch, tmp_path, gemini_env)
+
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert ANSWER in done.stdout
+    (result,) = contents(fake_gemini.model_requests[1])[-1]["parts"]
+    assert result["functionResponse"]["id"] == "call_scripted_1"
+    assert parent_memory in result["functionResponse"]["response"]["output"]
+
+
 @pytest.mark.slow
 def test_interactive_gemini_shows_the_forked_conversation_and_sends_it_with_the_next_prompt(
     gemini_bin: str, fake_gemini: FakeGemini, gemini_env: dict[str, str], tmp_path: Path, workspace: Path,
     mcp: McpServer,
 ) -> None:
+    fake_gemini.add(ANSWER)
+
     launch = gemini.prepare(TURNS, cwd=workspace, mcp=mcp, home=tmp_path, binary=gemini_bin)
     terminal = Terminal(launch.argv, env=launch_env(launch, tmp_path, gemini_env), cwd=str(launch.cwd))
     try:
