@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -29,7 +28,7 @@ from codeoid.workspace import identify
 
 from .fake_gemini import FakeGemini, contents
 from .fake_openai import FakeOpenAI, input_items
-from .rig import REPO_ROOT
+from .rig import find_cli
 from .scripted_api import CallTool, RecordedRequest, ScriptedAPI
 from .tui import Terminal, wait_until
 
@@ -62,15 +61,6 @@ TURNS = [
 ]
 
 
-def find_cli(name: str, variable: str) -> str | None:
-    """The CLI CI pins (env override, then the repo's .tools install), else whatever is on PATH."""
-    override = os.environ.get(variable)
-    if override:
-        return override
-    pinned = REPO_ROOT / ".tools" / "node_modules" / ".bin" / name
-    return str(pinned) if pinned.exists() else shutil.which(name)
-
-
 @pytest.fixture(scope="module")
 def codex_bin() -> str:
     found = find_cli("codex", "CODEOID_CODEX_BIN")
@@ -94,13 +84,6 @@ def workspace(tmp_path: Path) -> Path:
     path = tmp_path / "project"
     path.mkdir()
     return path
-
-
-@pytest.fixture
-def codeoid_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    home = tmp_path / "codeoid-home"
-    monkeypatch.setenv("CODEOID_HOME", str(home))
-    return home
 
 
 @pytest.fixture
