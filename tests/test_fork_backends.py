@@ -111,7 +111,7 @@ def test_codex_argv_resumes_interactively_or_answers_one_prompt(tmp_path: Path) 
 
     assert interactive.argv[:2] == ["/x/codex", "resume"] and interactive.argv[-1] == "s1"
     assert headless.argv[:4] == ["codex", "exec", "--skip-git-repo-check", "resume"]
-    assert headless.argv[-2:] == ["s2", "go on"]
+    assert headless.argv[-3:] == ["--", "s2", "go on"]
 
 
 def test_codex_mcp_overrides_parse_as_toml_to_the_exact_server(tmp_path: Path) -> None:
@@ -176,7 +176,7 @@ def test_gemini_argv_imports_the_conversation_file(tmp_path: Path) -> None:
     headless = gemini.prepare(TURNS, cwd=tmp_path, mcp=MCP, home=tmp_path, prompt="go on")
 
     assert interactive.argv == ["/x/gemini", "--session-file", str(interactive.files[0])]
-    assert headless.argv == ["gemini", "--session-file", str(headless.files[0]), "-p", "go on"]
+    assert headless.argv == ["gemini", "--session-file", str(headless.files[0]), "--prompt=go on"]
     assert headless.env == {"GEMINI_CLI_HOME": str(tmp_path)} and headless.session_id is None
 
 

@@ -3,11 +3,12 @@
 Codex keeps each session as a rollout JSONL file under `$CODEX_HOME/sessions/YYYY/MM/DD/` and `codex resume ID`
 (or `codex exec resume ID PROMPT`) replays its `response_item` records as the conversation, in order, ahead of
 the new prompt (docs/backends/codex.md). Observed on codex-cli 0.171.0: a file holding only a `session_meta`
-line and `response_item` lines is enough, so the history reaches the model as Responses API input items, the
-same shape Codex sends for its own past turns: user and assistant messages, `function_call` and
-`function_call_output`. Call ids and tool names stay as the source backend had them, so the model reads what
-really happened and a call id still leads back to the stored episode; only MCP tools are named the way Codex
-names them (tool `recall` in namespace `mcp__codeoid`), so a past recall matches the tool the fork offers.
+line and `response_item` lines is enough for the model (an `event_msg` beside each message lets the TUI show it
+too). The history reaches the model as Responses API input items, the shape Codex sends for its own past turns:
+user and assistant messages, `function_call` and `function_call_output`. Call ids and tool names stay as the
+source backend had them, so the model reads what really happened and a call id still leads back to the stored
+episode; only MCP tools are named the way Codex names them (tool `recall` in namespace `mcp__codeoid`), so a
+past recall matches the tool the fork offers.
 
 codeoid's MCP server is registered for this launch only, with `-c mcp_servers.codeoid.*` overrides on the
 command line, so the user's `config.toml` is never edited.
@@ -25,8 +26,8 @@ from typing import Any
 
 from codeoid.fork.launch import Launch, McpServer, mcp_tool, timestamp
 from codeoid.fork.turns import ToolCall, Turn
+from codeoid.hook_table import MCP_SERVER_NAME
 
-MCP_SERVER_NAME = "codeoid"
 #: The Responses API has no error flag on a tool result; the model learns of a failure from this first line.
 ERROR_PREFIX = "Tool call failed:\n"
 #: Written into `session_meta` as the program that made the session, so a session list shows where it came from.
@@ -77,7 +78,8 @@ def prepare(
         argv = [binary, "resume", *options, session_id]
     else:
         # The parent session already worked in `cwd`; exec would otherwise refuse a folder outside a git repo.
-        argv = [binary, "exec", "--skip-git-repo-check", "resume", *options, session_id, prompt]
+        # `--`: a prompt that starts with a dash is still the prompt.
+        argv = [binary, "exec", "--skip-git-repo-check", "resume", *options, "--", session_id, prompt]
     return Launch(argv=argv, env={"CODEX_HOME": str(home)}, cwd=cwd, files=(path,), session_id=session_id)
 
 

@@ -53,7 +53,7 @@ def prepare(
 ) -> Launch:
     """Write `turns` as a Gemini conversation file under `home` and return how to start Gemini on it in `cwd`.
 
-    With `prompt`, the launch is headless (`gemini --session-file F -p PROMPT`): one answer, then exit.
+    With `prompt`, the launch is headless (`gemini --session-file F --prompt=PROMPT`): one answer, then exit.
     Without it, interactive Gemini opens on the imported conversation. Gemini gives the imported session an id
     of its own, so `Launch.session_id` is None.
     """
@@ -72,7 +72,8 @@ def prepare(
     conversation.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
     argv = [binary, "--session-file", str(conversation)]
     if prompt is not None:
-        argv += ["-p", prompt]
+        # One word, so a prompt that starts with a dash is not read as an option.
+        argv.append(f"--prompt={prompt}")
     files = (conversation,) if settings is None else (conversation, settings)
     return Launch(argv=argv, env={"GEMINI_CLI_HOME": str(home)}, cwd=cwd, files=files, session_id=None)
 

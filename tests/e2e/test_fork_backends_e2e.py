@@ -36,7 +36,8 @@ pytestmark = pytest.mark.e2e
 
 RUN_TIMEOUT = 120
 TUI_TIMEOUT = 90
-NEW_PROMPT = "Now, what was in the notes file?"
+#: Starts like an option, as a prompt may: each CLI must still take it as the prompt.
+NEW_PROMPT = "--verbose please: what was in the notes file?"
 #: Typed into the TUIs: Gemini's takes a "?" as its shortcut-help key.
 TYPED_PROMPT = "Now tell me what the notes file said."
 ANSWER = "scripted answer from the fake API"
