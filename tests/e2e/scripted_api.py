@@ -14,7 +14,7 @@ from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Self
 
 EXHAUSTED_TEXT = "(script exhausted)"
 
@@ -69,7 +69,7 @@ class ScriptedAPI:
         """The reply to anything that is not a model request."""
         return 404, "application/json", b"{}"
 
-    def start(self) -> ScriptedAPI:
+    def start(self) -> Self:
         self._server = _Server(("127.0.0.1", 0), _Handler, self)
         threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
         return self
@@ -80,7 +80,7 @@ class ScriptedAPI:
             self._server.server_close()
             self._server = None
 
-    def __enter__(self) -> ScriptedAPI:
+    def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:

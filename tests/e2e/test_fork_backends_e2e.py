@@ -1,6 +1,7 @@
 """A fork reaches the real Codex and Gemini CLIs intact: started through the translator's own argv against a
 scripted fake API on 127.0.0.1, each CLI's first request carries the forked turns in order, tool calls and their
-results included, checked turn by turn, and offers codeoid's MCP tools.
+results included, checked turn by turn, and offers codeoid's MCP tools; a recall made in the fork finds what the
+parent session stored; the interactive TUIs show the forked conversation and send it with the next prompt.
 
 The binaries come from `CODEOID_CODEX_BIN` / `CODEOID_GEMINI_BIN`, then the repo's `.tools/` install, then PATH;
 without one, its tests are skipped. Every run has its own HOME, so nothing touches the real one.
