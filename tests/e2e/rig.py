@@ -45,15 +45,20 @@ STRIPPED_PREFIXES = ("ANTHROPIC_", "CLAUDE", "CODEOID_", "XDG_")
 RIG_MARKER_VAR = "CODEOID_E2E_RIG"
 
 
-def find_claude() -> str | None:
-    """The claude binary CI pins (env override, then the repo's .tools install), else whatever is on PATH."""
-    override = os.environ.get("CODEOID_CLAUDE_BIN")
+def find_cli(name: str, variable: str) -> str | None:
+    """An agent CLI as CI pins it (`variable` overrides, then the repo's .tools install), else whatever is on PATH."""
+    override = os.environ.get(variable)
     if override:
         return override
-    pinned = REPO_ROOT / ".tools" / "node_modules" / ".bin" / "claude"
+    pinned = REPO_ROOT / ".tools" / "node_modules" / ".bin" / name
     if pinned.exists():
         return str(pinned)
-    return shutil.which("claude")
+    return shutil.which(name)
+
+
+def find_claude() -> str | None:
+    """The claude binary: CODEOID_CLAUDE_BIN, then .tools/, then PATH."""
+    return find_cli("claude", "CODEOID_CLAUDE_BIN")
 
 
 class ClaudeRunTimeout(AssertionError):

@@ -1,0 +1,426 @@
+"""A fork reaches the real Codex and Gemini CLIs intact: started through the translator's own argv against a
+scripted fake API on 127.0.0.1, each CLI's first request carries the forked turns in order, tool calls and their
+results included, checked turn by turn, and offers codeoid's MCP tools; a recall made in the fork finds what the
+parent session stored; the interactive TUIs show the forked conversation and send it with the next prompt.
+
+The binaries come from `CODEOID_CODEX_BIN` / `CODEOID_GEMINI_BIN`, then the repo's `.tools/` install, then PATH;
+without one, its tests are skipped. Every run has its own HOME, so nothing touches the real one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from codeoid.fork import codex, gemini
+from codeoid.fork.launch import Launch, McpServer
+from codeoid.fork.turns import ToolCall, Turn
+from codeoid.store import capture
+from codeoid.store import db as store_db
+from codeoid.workspace import identify
+
+from .fake_gemini import FakeGemini, contents
+from .fake_openai import FakeOpenAI, input_items
+from .rig import find_cli
+from .scripted_api import CallTool, RecordedRequest, ScriptedAPI
+from .tui import Terminal, wait_until
+
+pytestmark = pytest.mark.e2e
+
+RUN_TIMEOUT = 120
+TUI_TIMEOUT = 90
+#: Starts like an option, as a prompt may: each CLI must still take it as the prompt.
+NEW_PROMPT = "--verbose please: what was in the notes file?"
+#: Typed into the TUIs: Gemini's takes a "?" as its shortcut-help key.
+TYPED_PROMPT = "Now tell me what the notes file said."
+ANSWER = "scripted answer from the fake API"
+
+#: A forked history with what a translator can get wrong: several turns, text before and after tool calls, two
+#: calls in a row, a failed call, an MCP tool, quotes, newlines and non-ASCII text.
+TURNS = [
+    Turn(1, "List the files, please.", (
+        "I'll look.",
+        ToolCall("toolu_01A", "Bash", {"command": "ls -a", "description": "list files"}, ".\n..\nnotes.txt\n"),
+        "There is one file: notes.txt.",
+    )),
+    Turn(2, 'Read notes.txt and "summarise" it — it is in Ünïcode.', (
+        ToolCall("toolu_02A", "Read", {"file_path": "/work/notes.txt"}, "File does not exist.", is_error=True),
+        ToolCall("toolu_02B", "Bash", {"command": "cat notes.txt"}, "ölçü: 3 kg\nline two"),
+        "It says ölçü: 3 kg.",
+    )),
+    Turn(3, "What did we decide yesterday?", (
+        ToolCall("toolu_03A", "mcp__codeoid__recall", {"query": "decision"}, "Episode 12: we chose SQLite."),
+        "We chose SQLite.",
+    )),
+]
+
+
+@pytest.fixture(scope="module")
+def codex_bin() -> str:
+    found = find_cli("codex", "CODEOID_CODEX_BIN")
+    if found is None:
+        pytest.skip("no codex binary: set CODEOID_CODEX_BIN, npm install @openai/codex into .tools/, or put it on PATH")
+    return found
+
+
+@pytest.fixture(scope="module")
+def gemini_bin() -> str:
+    found = find_cli("gemini", "CODEOID_GEMINI_BIN")
+    if found is None:
+        pytest.skip(
+            "no gemini binary: set CODEOID_GEMINI_BIN, npm install @google/gemini-cli into .tools/, or put it on PATH"
+        )
+    return found
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    path = tmp_path / "project"
+    path.mkdir()
+    return path
+
+
+@pytest.fixture
+def mcp(codeoid_home: Path) -> McpServer:
+    """codeoid-mcp as `codeoid fork` would register it, on a private data dir (semantic recall off: no indexer)."""
+    command = Path(sys.executable).parent / "codeoid-mcp"
+    if not command.exists():
+        pytest.fail(f"{command} is missing: install codeoid into this environment (pip install .)")
+    return McpServer(str(command), env={"CODEOID_HOME": str(codeoid_home), "CODEOID_VECTOR": "off"})
+
+
+#: What the parent session said, stored by codeoid; a recall in the fork must find it.
+PARENT_MEMORY = "We settled on SQLite with WAL because the store must survive a crash mid-write."
+
+
+@pytest.fixture
+def parent_memory(codeoid_home: Path, workspace: Path) -> str:
+    """The parent session's memory of this workspace, stored the way the hooks store it."""
+    db = store_db.connect()
+    try:
+        with store_db.write_transaction(db):
+            owner = capture.ensure_backing_session(
+                db, backing_session_id="parent-claude-session", workspace=identify(str(workspace)),
+                now=time.time() - 60, source="startup", claude_pid=None,
+            )
+            capture.add_user_turn(db, owner, prompt="Which database for the store?", prompt_id="p1",
+                                  origin="user", now=time.time() - 50)
+            capture.add_assistant_message(db, owner, message_id="m1", text=PARENT_MEMORY, now=time.time() - 40)
+    finally:
+        db.close()
+    return PARENT_MEMORY
+
+
+@pytest.fixture
+def fake_openai() -> Iterator[FakeOpenAI]:
+    """A fake Responses API with an empty script; tests add the replies they need."""
+    with FakeOpenAI() as api:
+        yield api
+
+
+@pytest.fixture
+def fake_gemini() -> Iterator[FakeGemini]:
+    """A fake Gemini API with an empty script; tests add the replies they need."""
+    with FakeGemini() as api:
+        yield api
+
+
+def launch_env(launch: Launch, home: Path, extra_env: dict[str, str]) -> dict[str, str]:
+    """The launch's environment with a private HOME and the variables a test adds (the fake API's address)."""
+    return {**os.environ, "HOME": str(home), "TERM": "xterm-256color", **launch.env, **extra_env}
+
+
+def run(launch: Launch, home: Path, extra_env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """Run a headless launch exactly as the translator gave it."""
+    return subprocess.run(
+        launch.argv, cwd=launch.cwd, env=launch_env(launch, home, extra_env), stdin=subprocess.DEVNULL,
+        capture_output=True, text=True, timeout=RUN_TIMEOUT,
+    )
+
+
+def type_into_forked_session(terminal: Terminal, api: ScriptedAPI, ready: str) -> RecordedRequest:
+    """Wait until the interactive CLI shows every forked prompt and then `ready`, type the new prompt, and
+    return the model request it causes."""
+    for turn in TURNS:
+        terminal.wait_for(turn.user, timeout=TUI_TIMEOUT)
+    terminal.wait_for(ready, timeout=TUI_TIMEOUT)
+    time.sleep(1)  # the composer takes keys a moment after it is drawn
+    terminal.type_line(TYPED_PROMPT)
+    found = wait_until(lambda: api.model_requests, timeout=TUI_TIMEOUT, message=terminal.screen_text)
+    assert isinstance(found, list)
+    return found[0]
+
+
+# -- Codex -------------------------------------------------------------------------------------------------------
+
+#: Offline as well as pointed at the fake: without `analytics` Codex looks up ab.chatgpt.com, without `plugins`
+#: github.com and chatgpt.com (docs/backends/codex.md).
+CODEX_CONFIG = """\
+model = "gpt-5-codex"
+model_provider = "fake"
+check_for_update_on_startup = false
+
+[analytics]
+enabled = false
+
+[features]
+plugins = false
+
+[model_providers.fake]
+name = "fake"
+base_url = "{base_url}"
+wire_api = "responses"
+env_key = "CODEOID_FAKE_OPENAI_KEY"
+"""
+
+
+def codex_expected(turn: Turn) -> list[tuple[Any, ...]]:
+    """What one turn must look like as Responses API input items, written out independently of the translator:
+    an MCP tool (`mcp__codeoid__recall`) becomes tool `recall` in namespace `mcp__codeoid`, as Codex calls it."""
+    expected: list[tuple[Any, ...]] = [("user", turn.user)]
+    for step in turn.steps:
+        if isinstance(step, ToolCall):
+            output = codex.ERROR_PREFIX + step.output if step.is_error else step.output
+            mcp, server, tool = step.name.split("__") if step.name.startswith("mcp__") else ("", "", "")
+            name, namespace = (tool, f"{mcp}__{server}") if mcp else (step.name, None)
+            expected += [("call", step.call_id, name, namespace, step.input), ("output", step.call_id, output)]
+        else:
+            expected.append(("assistant", step))
+    return expected
+
+
+def codex_observed(item: dict[str, Any]) -> tuple[Any, ...]:
+    kind = item.get("type")
+    if kind == "function_call":
+        return ("call", item["call_id"], item["name"], item.get("namespace"), json.loads(item["arguments"]))
+    if kind == "function_call_output":
+        return ("output", item["call_id"], item["output"])
+    texts = [part.get("text") for part in item.get("content", [])]
+    return (item.get("role"), *texts)
+
+
+def assert_codex_history(request: RecordedRequest, new_prompt: str) -> None:
+    """The forked turns, turn by turn, between Codex's instructions and the new prompt; codeoid's tools offered."""
+    observed = [codex_observed(item) for item in input_items(request)]
+    # Only Codex's own instructions come before the history; its skills and environment messages come after.
+    start = observed.index(("user", TURNS[0].user))
+    assert {item[0] for item in observed[:start]} == {"developer"}
+    for turn in TURNS:
+        expected = codex_expected(turn)
+        assert observed[start: start + len(expected)] == expected, f"turn {turn.number}"
+        start += len(expected)
+    assert observed[-1] == ("user", new_prompt)
+    namespaces = {tool.get("name"): tool for tool in request.body["tools"]}
+    recall_tools = {tool["name"] for tool in namespaces["mcp__codeoid"]["tools"]}
+    assert {"recall", "recall_file", "timeline", "get_episode"} <= recall_tools
+
+
+@pytest.fixture
+def codex_home(tmp_path: Path, fake_openai: FakeOpenAI) -> Path:
+    """A CODEX_HOME whose config sends the model to the fake API, as a user's would send it to OpenAI."""
+    home = tmp_path / "codex-home"
+    home.mkdir()
+    (home / "config.toml").write_text(CODEX_CONFIG.format(base_url=fake_openai.base_url))
+    return home
+
+
+CODEX_ENV = {"CODEOID_FAKE_OPENAI_KEY": "sk-fake"}
+
+
+def test_codex_first_request_carries_the_forked_turns_in_order(
+    codex_bin: str, fake_openai: FakeOpenAI, codex_home: Path, tmp_path: Path, workspace: Path, mcp: McpServer
+) -> None:
+    fake_openai.add(ANSWER)
+
+    launch = codex.prepare(TURNS, cwd=workspace, mcp=mcp, home=codex_home, prompt=NEW_PROMPT, binary=codex_bin)
+    done = run(launch, tmp_path, CODEX_ENV)
+
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert ANSWER in done.stdout
+    assert_codex_history(fake_openai.model_requests[0], NEW_PROMPT)
+
+
+def test_codex_fork_keeps_the_written_history_and_appends_the_new_turn(
+    codex_bin: str, fake_openai: FakeOpenAI, codex_home: Path, tmp_path: Path, workspace: Path, mcp: McpServer
+) -> None:
+    fake_openai.add(ANSWER)
+
+    launch = codex.prepare(TURNS, cwd=workspace, mcp=mcp, home=codex_home, prompt=NEW_PROMPT, binary=codex_bin)
+    (rollout,) = launch.files
+    written = rollout.read_text().splitlines()
+    done = run(launch, tmp_path, CODEX_ENV)
+
+    assert done.returncode == 0, done.stderr[-3000:]
+    after = rollout.read_text().splitlines()
+    assert after[: len(written)] == written, "codex rewrote the forked history instead of appending to it"
+    appended = "\n".join(after[len(written):])
+    assert NEW_PROMPT in appended and ANSWER in appended
+
+
+def test_codex_fork_recalls_the_parent_sessions_memory_through_codeoid(
+    codex_bin: str, fake_openai: FakeOpenAI, codex_home: Path, tmp_path: Path, workspace: Path, mcp: McpServer,
+    parent_memory: str,
+) -> None:
+    fake_openai.add(CallTool("mcp__codeoid__recall", {"query": "database store SQLite"}), ANSWER)
+
+    launch = codex.prepare(TURNS, cwd=workspace, mcp=mcp, home=codex_home, prompt=NEW_PROMPT, binary=codex_bin)
+    done = run(launch, tmp_path, CODEX_ENV)
+
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert ANSWER in done.stdout
+    last = input_items(fake_openai.model_requests[1])[-1]
+    assert last["type"] == "function_call_output" and last["call_id"] == "call_scripted_1"
+    assert parent_memory in json.dumps(last["output"], ensure_ascii=False)
+
+
+@pytest.mark.slow
+def test_interactive_codex_shows_the_forked_conversation_and_sends_it_with_the_next_prompt(
+    codex_bin: str, fake_openai: FakeOpenAI, codex_home: Path, tmp_path: Path, workspace: Path, mcp: McpServer
+) -> None:
+    fake_openai.add(ANSWER)
+
+    launch = codex.prepare(TURNS, cwd=workspace, mcp=mcp, home=codex_home, binary=codex_bin)
+    terminal = Terminal(launch.argv, env=launch_env(launch, tmp_path, CODEX_ENV), cwd=str(launch.cwd))
+    try:
+        request = type_into_forked_session(terminal, fake_openai, ready="Ask Codex to do anything")
+        terminal.wait_for(ANSWER, timeout=TUI_TIMEOUT)
+    finally:
+        terminal.close()
+    assert_codex_history(request, TYPED_PROMPT)
+
+
+# -- Gemini ------------------------------------------------------------------------------------------------------
+
+GEMINI_SETTINGS = {
+    "security": {"auth": {"selectedType": "gemini-api-key"}},
+    # Without it every run sends usage statistics to play.googleapis.com.
+    "privacy": {"usageStatisticsEnabled": False},
+    # A fixed model: with the default ("auto") Gemini first asks a router model which one to use.
+    "model": {"name": "gemini-2.5-pro"},
+    # The interactive CLI asks the npm registry for a newer version, and may install it, unless told not to.
+    "general": {"enableAutoUpdate": False, "enableAutoUpdateNotification": False},
+}
+
+
+def gemini_expected(turn: Turn) -> list[tuple[Any, ...]]:
+    """What one turn must look like as Gemini `contents`, written out independently of the translator: calls
+    that follow each other share a model content, their results share the user content after it, and an MCP
+    tool (`mcp__codeoid__recall`) is named as Gemini names it (`mcp_codeoid_recall`)."""
+    expected: list[tuple[Any, ...]] = [("user", ("text", turn.user))]
+    model: list[tuple[Any, ...]] = []
+    results: list[tuple[Any, ...]] = []
+    for step in turn.steps:
+        if not isinstance(step, ToolCall) and results:
+            expected += [("model", *model), ("user", *results)]
+            model, results = [], []
+        if isinstance(step, ToolCall):
+            name = "mcp_" + step.name.removeprefix("mcp__").replace("__", "_")
+            name = name if step.name.startswith("mcp__") else step.name
+            model.append(("call", step.call_id, name, step.input))
+            response = {"error": step.output} if step.is_error else {"output": step.output}
+            results.append(("result", step.call_id, name, response))
+        else:
+            model.append(("text", step))
+    expected.append(("model", *model))
+    if results:
+        expected.append(("user", *results))
+    return expected
+
+
+def gemini_observed(content: dict[str, Any]) -> tuple[Any, ...]:
+    parts: list[tuple[Any, ...]] = []
+    for part in content.get("parts", []):
+        if "functionCall" in part:
+            call = part["functionCall"]
+            parts.append(("call", call.get("id"), call["name"], call.get("args")))
+        elif "functionResponse" in part:
+            response = part["functionResponse"]
+            parts.append(("result", response.get("id"), response["name"], response["response"]))
+        elif not part.get("text", "").startswith("<session_context>"):
+            # Gemini folds its own session context into the first user content, ahead of the prompt.
+            parts.append(("text", part.get("text")))
+    return (content.get("role"), *parts)
+
+
+def assert_gemini_history(request: RecordedRequest, new_prompt: str) -> None:
+    """The forked turns, turn by turn, then the new prompt; codeoid's tools offered."""
+    observed = [gemini_observed(content) for content in contents(request)]
+    position = 0
+    for turn in TURNS:
+        expected = gemini_expected(turn)
+        assert observed[position: position + len(expected)] == expected, f"turn {turn.number}"
+        position += len(expected)
+    assert observed[position:] == [("user", ("text", new_prompt))]
+    declared = {d["name"] for tool in request.body["tools"] for d in tool.get("functionDeclarations", [])}
+    assert {"mcp_codeoid_recall", "mcp_codeoid_recall_file", "mcp_codeoid_timeline"} <= declared
+
+
+@pytest.fixture
+def gemini_env(tmp_path: Path, fake_gemini: FakeGemini) -> dict[str, str]:
+    """User settings and variables that send the model to the fake API, as a user's would send it to Google."""
+    (tmp_path / ".gemini").mkdir()
+    (tmp_path / ".gemini" / "settings.json").write_text(json.dumps(GEMINI_SETTINGS))
+    return {
+        "GEMINI_API_KEY": "fake-key",
+        "GOOGLE_GEMINI_BASE_URL": fake_gemini.base_url,
+        # Gemini refuses to run headless in an untrusted folder, and starts no stdio MCP server in one.
+        "GEMINI_CLI_TRUST_WORKSPACE": "true",
+    }
+
+
+def test_gemini_first_request_carries_the_forked_turns_in_order(
+    gemini_bin: str, fake_gemini: FakeGemini, gemini_env: dict[str, str], tmp_path: Path, workspace: Path,
+    mcp: McpServer,
+) -> None:
+    fake_gemini.add(ANSWER)
+
+    launch = gemini.prepare(TURNS, cwd=workspace, mcp=mcp, home=tmp_path, prompt=NEW_PROMPT, binary=gemini_bin)
+    done = run(launch, tmp_path, gemini_env)
+
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert ANSWER in done.stdout
+    assert len(fake_gemini.requests) == 1, [r.path for r in fake_gemini.requests]
+    assert_gemini_history(fake_gemini.model_requests[0], NEW_PROMPT)
+    kept = json.loads((tmp_path / ".gemini" / "settings.json").read_text())
+    assert kept["privacy"] == GEMINI_SETTINGS["privacy"], "registering the MCP server lost the user's settings"
+
+
+def test_gemini_fork_recalls_the_parent_sessions_memory_through_codeoid(
+    gemini_bin: str, fake_gemini: FakeGemini, gemini_env: dict[str, str], tmp_path: Path, workspace: Path,
+    mcp: McpServer, parent_memory: str,
+) -> None:
+    fake_gemini.add(CallTool("mcp_codeoid_recall", {"query": "database store SQLite"}), ANSWER)
+
+    launch = gemini.prepare(TURNS, cwd=workspace, mcp=mcp, home=tmp_path, prompt=NEW_PROMPT, binary=gemini_bin)
+    done = run(launch, tmp_path, gemini_env)
+
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert ANSWER in done.stdout
+    (result,) = contents(fake_gemini.model_requests[1])[-1]["parts"]
+    assert result["functionResponse"]["id"] == "call_scripted_1"
+    assert parent_memory in result["functionResponse"]["response"]["output"]
+
+
+@pytest.mark.slow
+def test_interactive_gemini_shows_the_forked_conversation_and_sends_it_with_the_next_prompt(
+    gemini_bin: str, fake_gemini: FakeGemini, gemini_env: dict[str, str], tmp_path: Path, workspace: Path,
+    mcp: McpServer,
+) -> None:
+    fake_gemini.add(ANSWER)
+
+    launch = gemini.prepare(TURNS, cwd=workspace, mcp=mcp, home=tmp_path, binary=gemini_bin)
+    terminal = Terminal(launch.argv, env=launch_env(launch, tmp_path, gemini_env), cwd=str(launch.cwd))
+    try:
+        request = type_into_forked_session(terminal, fake_gemini, ready="Type your message")
+        terminal.wait_for(ANSWER, timeout=TUI_TIMEOUT)
+    finally:
+        terminal.close()
+    assert_gemini_history(request, TYPED_PROMPT)
