@@ -174,6 +174,9 @@ def catch_up_fts(db: sqlite3.Connection, *, batch: int = 200) -> int:
     from codeoid.store.db import StoreUnavailable, write_transaction
 
     indexed = 0
+    behind = db.execute("SELECT (SELECT coalesce(max(id), 0) FROM episodes) > indexed_upto FROM fts_progress")
+    if not behind.fetchone()[0]:
+        return 0  # the common case for a search: checked without taking the write lock hooks need
     try:
         while True:
             with write_transaction(db):
