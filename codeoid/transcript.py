@@ -71,10 +71,8 @@ def assistant_texts(records: Iterable[dict[str, Any]], *, sidechain: bool = Fals
     for record in records:
         if record.get("type") != "assistant" or bool(record.get("isSidechain")) != sidechain:
             continue
-        if record.get("isApiErrorMessage"):
-            continue
-        message = record.get("message")
-        if not isinstance(message, dict) or message.get("model") == "<synthetic>":
+        message = model_reply(record)
+        if message is None:
             continue
         message_id = message.get("id")
         content = message.get("content")
@@ -85,6 +83,17 @@ def assistant_texts(records: Iterable[dict[str, Any]], *, sidechain: bool = Fals
             if isinstance(text, str) and text.strip():
                 texts.append(AssistantText(message_id, text, record.get("uuid"), _epoch(record.get("timestamp"))))
     return texts
+
+
+def model_reply(record: dict[str, Any]) -> dict[str, Any] | None:
+    """The `message` of an assistant line the model really sent; None for an API error Claude Code recorded as
+    an assistant line, or a `<synthetic>` one it made up itself (both carry no real text or usage)."""
+    if record.get("isApiErrorMessage"):
+        return None
+    message = record.get("message")
+    if not isinstance(message, dict) or message.get("model") == "<synthetic>":
+        return None
+    return message
 
 
 def _epoch(stamp: Any) -> float | None:

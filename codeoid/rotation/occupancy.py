@@ -105,10 +105,8 @@ class TranscriptSensor:
             self._take_model_usage(record.get("modelUsage"))
 
     def _take_assistant(self, record: dict[str, Any]) -> None:
-        if record.get("isApiErrorMessage"):
-            return
-        message = record.get("message")
-        if not isinstance(message, dict) or message.get("model") == "<synthetic>":
+        message = transcript.model_reply(record)
+        if message is None:
             return
         message_id = message.get("id")
         tokens = usage_tokens(message.get("usage"))
