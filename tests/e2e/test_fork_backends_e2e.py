@@ -3,7 +3,8 @@ scripted fake API on 127.0.0.1, each CLI's first request carries the forked turn
 results included, checked turn by turn, and offers codeoid's MCP tools; a recall made in the fork finds what the
 parent session stored; the interactive TUIs show the forked conversation and send it with the next prompt.
 `codeoid fork --backend codex|gemini --print`, run as the installed command on a store filled through the real
-hooks, sends the parent's turns (opened by the fork notice) to the real CLI and records the fork's lineage.
+hooks, sends the parent's turns (opened by the fork notice) to the real CLI and records the fork's lineage;
+without `--print` it starts the CLI itself on the forked conversation.
 
 The binaries come from `CODEOID_CODEX_BIN` / `CODEOID_GEMINI_BIN`, then the repo's `.tools/` install, then PATH;
 without one, its tests are skipped. Every run has its own HOME, so nothing touches the real one.
@@ -151,10 +152,12 @@ def run(launch: Launch, home: Path, extra_env: dict[str, str]) -> subprocess.Com
     )
 
 
-def type_into_forked_session(terminal: Terminal, api: ScriptedAPI, ready: str) -> RecordedRequest:
+def type_into_forked_session(
+    terminal: Terminal, api: ScriptedAPI, ready: str, turns: Sequence[Turn] = TURNS
+) -> RecordedRequest:
     """Wait until the interactive CLI shows every forked prompt and then `ready`, type the new prompt, and
     return the model request it causes."""
-    for turn in TURNS:
+    for turn in turns:
         terminal.wait_for(turn.user, timeout=TUI_TIMEOUT)
     terminal.wait_for(ready, timeout=TUI_TIMEOUT)
     time.sleep(1)  # the composer takes keys a moment after it is drawn
@@ -510,3 +513,40 @@ def test_codeoid_fork_onto_gemini_sends_the_parents_turns_and_recalls_its_memory
     (result,) = contents(fake_gemini.model_requests[1])[-1]["parts"]
     assert "42 words." in result["functionResponse"]["response"]["output"], "codeoid's MCP server read another store"
     assert lineage("on-gemini") == ("durable-1", 2)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", ["codex", "gemini"])
+def test_codeoid_fork_starts_the_cli_itself_on_the_forked_conversation_by_default(
+    backend: str, request: pytest.FixtureRequest, tmp_path: Path, project: Path, codeoid_home: Path
+) -> None:
+    turns = parent_session(project)
+    if backend == "codex":
+        api: ScriptedAPI = request.getfixturevalue("fake_openai")
+        home: Path = request.getfixturevalue("codex_home")
+        # The user has worked in this repository with Codex before; else its TUI first asks to trust the folder.
+        with (home / "config.toml").open("a") as config:
+            config.write(f'\n[projects."{project}"]\ntrust_level = "trusted"\n')
+        env = {"CODEX_HOME": str(home),
+               "CODEOID_CODEX_BIN": request.getfixturevalue("codex_bin"), **CODEX_ENV}
+        ready = "Ask Codex to do anything"
+    else:
+        api = request.getfixturevalue("fake_gemini")
+        env = {"CODEOID_GEMINI_BIN": request.getfixturevalue("gemini_bin"), **request.getfixturevalue("gemini_env")}
+        ready = "Type your message"
+    api.add(ANSWER)
+    argv = [CODEOID, "fork", "durable-1", "--backend", backend]
+    terminal = Terminal(argv, env={**os.environ, "HOME": str(tmp_path), "TERM": "xterm-256color",
+                                   "CODEOID_VECTOR": "off", **env}, cwd=str(project))
+    try:
+        sent = type_into_forked_session(terminal, api, ready, turns)
+        terminal.wait_for(ANSWER, timeout=TUI_TIMEOUT)
+    finally:
+        terminal.close()
+    if backend == "codex":
+        shown = next(item for item in input_items(sent) if item.get("role") == "user")["content"][0]["text"]
+        assert_codex_history(sent, TYPED_PROMPT, noticed(turns, shown, "mcp__codeoid.recall"))
+    else:
+        texts = [part["text"] for part in contents(sent)[0]["parts"] if "text" in part]
+        shown = next(text for text in texts if not text.startswith("<session_context>"))
+        assert_gemini_history(sent, TYPED_PROMPT, noticed(turns, shown, "mcp_codeoid_recall"))
