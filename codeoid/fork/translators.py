@@ -28,8 +28,9 @@ from codeoid.rotation.supervisor import SESSION_ENV
 
 Start = claude.ClaudeStart | Launch
 
-# The window assumed for Codex and Gemini without --window: the smallest of their current default models'
-# (gpt-5-codex: 272k input; Gemini 2.5 and later: 1M), so the history fills at most 100k tokens of it.
+# The window assumed for Codex and Gemini without --window: below their default models' (gpt-5-codex takes 272k
+# tokens of input, Gemini 2.5 and later 1M), so the history (at most half of it, 100k tokens) leaves room to work
+# even on a smaller model the user has configured.
 AGENT_DEFAULT_WINDOW = 200_000
 
 
@@ -41,8 +42,9 @@ class Target:
     binary: str
     parent_model: str | None  # the model the parent ran (Claude Code's transcript names one on its answers)
     prompt: str | None  # --print: a headless start with this prompt
-    home: Path | None  # the user's home for Claude Code's files (None: the real one); Codex and Gemini follow
-    # CODEX_HOME / GEMINI_CLI_HOME
+    # The user's home, for Claude Code's files (None: the real one). Codex and Gemini find theirs themselves
+    # (CODEX_HOME, GEMINI_CLI_HOME), as the CLIs the fork starts do.
+    home: Path | None
 
 
 class Translator(Protocol):
