@@ -14,13 +14,16 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from codeoid import __version__, ingest, retrieval
 from codeoid.store import db as store_db
 from codeoid.store import queries, raw
+
+if TYPE_CHECKING:
+    from codeoid.fork.launch import Launch
 
 
 @click.group()
@@ -377,29 +380,36 @@ def _supervise(claude_args: list[str], *, project_dir: str, session_id: str | No
 @click.option("--backend", type=click.Choice(["claude", "codex", "gemini"]), default="claude", show_default=True)
 @click.option("--name", help="A name for the new session (codeoid sessions shows it; codeoid fork accepts it).")
 @click.option("--print", "print_prompt", metavar="PROMPT",
-              help="Send one prompt to the fork without a terminal (claude -p) and print the answer.")
+              help="Send one prompt to the fork without a terminal (claude -p, codex exec, gemini --prompt) and "
+                   "print the answer.")
 @click.option("--no-start", is_flag=True, help="Prepare the fork and print how to start it, without starting it.")
 @click.option("--window", "window_tokens", type=click.IntRange(1000),
-              help="The target model's context window in tokens (default: from the --model given to claude).")
+              help="The target model's context window in tokens (default: from the --model given to claude; "
+                   "200,000 for codex and gemini).")
 def fork(session: str, claude_args: tuple[str, ...], at_turn: int | None, backend: str, name: str | None,
          print_prompt: str | None, no_start: bool, window_tokens: int | None) -> None:
     """Start a new, independent session from SESSION's conversation up to a turn; SESSION is untouched.
 
     SESSION is a codeoid session id (or a unique prefix), a session name, or a Claude Code session id.
-    By default the fork starts interactively under the supervisor, as `codeoid run` would; arguments after
-    `--` go to claude (e.g. `-- --model claude-sonnet-4-5`).
+    By default the fork starts interactively: on claude under the supervisor, as `codeoid run` would, with the
+    arguments after `--` (e.g. `-- --model claude-sonnet-4-5`); on codex or gemini as that CLI itself, with
+    codeoid's memory tools but without codeoid's hooks (the fork's own turns there are not stored).
     """
     import shlex
     import subprocess
     from pathlib import Path
 
     from codeoid.fork.fork import ForkError, ForkRequest, create_fork
+    from codeoid.fork.launch import Launch
     from codeoid.rotation import claude_args as args_module
     from codeoid.rotation.routes import detect_wiring
     from codeoid.rotation.supervisor import SESSION_ENV
 
     if print_prompt is not None and no_start:
         raise click.ClickException("--print starts the fork; --no-start does not: give one of them.")
+    if backend != "claude" and claude_args:
+        raise click.ClickException(f"Arguments after -- go to claude; give {backend} its options in its own "
+                                   "configuration.")
     try:
         user = args_module.parse(list(claude_args))
     except args_module.ArgsError as error:
@@ -409,7 +419,8 @@ def fork(session: str, claude_args: tuple[str, ...], at_turn: int | None, backen
                                    "--session-id and --fork-session.")
     wiring = detect_wiring(user, Path.cwd().resolve())
     request = ForkRequest(session=session, at_turn=at_turn, backend=backend, name=name, project_dir=os.getcwd(),
-                          model=user.value("--model"), window_tokens=window_tokens, tool_prefix=wiring.tool_prefix)
+                          model=user.value("--model"), window_tokens=window_tokens, tool_prefix=wiring.tool_prefix,
+                          prompt=print_prompt)
     with _store() as db:
         try:
             made = create_fork(db, request, now=time.time())
@@ -421,6 +432,9 @@ def fork(session: str, claude_args: tuple[str, ...], at_turn: int | None, backen
             else f"the newest {made.kept_turns} of {made.total_turns} turns (recall finds the rest)")
     click.echo(f"Forked session {made.parent_id} at turn {made.at_turn} into {made.session_id}: {kept}.", err=True)
     start = made.start
+    if isinstance(start, Launch):
+        _start_agent(backend, start, no_start=no_start, headless=print_prompt is not None)
+        return
     if no_start:
         args = " ".join(shlex.quote(arg) for arg in start.interactive_args(list(claude_args)))
         click.echo(f"Start it with: cd {shlex.quote(made.project_dir)} && codeoid run {args}")
@@ -430,6 +444,29 @@ def fork(session: str, claude_args: tuple[str, ...], at_turn: int | None, backen
         sys.exit(subprocess.call(argv, cwd=made.project_dir, env={**os.environ, SESSION_ENV: made.session_id}))
     sys.exit(_supervise(start.interactive_args(list(claude_args)), project_dir=made.project_dir,
                         session_id=made.session_id))
+
+
+def _start_agent(backend: str, launch: Launch, *, no_start: bool, headless: bool) -> None:
+    """Start a Codex or Gemini fork as its translator says: the CLI itself in the fork's directory, not under
+    codeoid's supervisor (which drives Claude Code only)."""
+    import shlex
+    import subprocess
+
+    for path in launch.edited:
+        click.echo(f"Registered codeoid's MCP server in {path}.", err=True)
+    click.echo(f"codeoid has no hooks in {backend}: what the fork does there is not stored, but it can recall "
+               "codeoid's memory of this workspace through codeoid's MCP server.", err=True)
+    if no_start:
+        assignments = " ".join(f"{key}={shlex.quote(value)}" for key, value in launch.env.items())
+        click.echo(f"Start it with: cd {shlex.quote(str(launch.cwd))} && {assignments} {shlex.join(launch.argv)}")
+        return
+    env = {**os.environ, **launch.env}
+    if headless:
+        sys.exit(subprocess.call(launch.argv, cwd=launch.cwd, env=env))
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.chdir(launch.cwd)
+    os.execvpe(launch.argv[0], launch.argv, env)
 
 
 @cli.command()

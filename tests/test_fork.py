@@ -160,8 +160,11 @@ def store_rows(path: Path) -> list[Any]:
 @pytest.mark.parametrize(("args", "env", "message"), [
     (["nope"], {}, "No codeoid session 'nope'"),
     (["durable-1", "--at", "3"], {}, "has turns 1-2; there is no turn 3"),
-    (["durable-1", "--backend", "codex"], {"CODEOID_CODEX_BIN": "/bin/true"}, "Forking onto codex is not wired yet"),
-    (["durable-1", "--backend", "gemini"], {"PATH": "/nonexistent"}, "npm install -g @google/gemini-cli"),
+    (["durable-1", "--backend", "codex"], {"CODEOID_CODEX_BIN": "", "PATH": "/nonexistent"},
+     "npm install -g @openai/codex"),
+    (["durable-1", "--backend", "gemini"], {"CODEOID_GEMINI_BIN": "", "PATH": "/nonexistent"},
+     "npm install -g @google/gemini-cli"),
+    (["durable-1", "--backend", "codex", "--", "--model", "o3"], {}, "Arguments after -- go to claude"),
     (["durable-1"], {"CODEOID_CLAUDE_BIN": "", "PATH": "/nonexistent"}, "npm install -g @anthropic-ai/claude-code"),
     (["durable-1", "--window", "1000"], {}, "does not fit: turn 2 alone needs"),
 ])
@@ -181,7 +184,7 @@ def test_a_fork_that_cannot_be_made_says_why_and_writes_nothing(
 
     assert result.exit_code == 1 and message in result.output, result.output
     assert store_rows(codeoid_home / "store.db") == before
-    assert not (claude_home / ".claude").exists()
+    assert [path.name for path in claude_home.iterdir()] == [], "nothing for claude, codex or gemini"
 
 
 def test_a_fork_records_its_lineage_and_a_fork_of_it_inherits_both(
@@ -302,3 +305,75 @@ def test_recall_in_a_fork_tells_inherited_history_from_the_parents_later_turns(
     later = next(block for block in blocks if "Seven lines." in block)
     assert "lineage: inherited: turn 1 of session durable-1" in counted
     assert "lineage: session durable-1 after the fork point: not part of this session's history" in later
+
+
+@pytest.fixture
+def agent_bins(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Codex and Gemini binaries to find (these tests only prepare forks; the e2e tests run the real ones)."""
+    for name in ("codex", "gemini"):
+        fake = tmp_path / "bin" / name
+        fake.parent.mkdir(exist_ok=True)
+        fake.write_text("#!/bin/sh\nexit 0\n")
+        fake.chmod(0o755)
+        monkeypatch.setenv(f"CODEOID_{name.upper()}_BIN", str(fake))
+    return tmp_path / "bin"
+
+
+def forked_session(connection: sqlite3.Connection, name: str) -> tuple[Any, ...]:
+    return connection.execute("SELECT id, forked_from, at_turn, turn_count FROM sessions WHERE name = ?",
+                              (name,)).fetchone()
+
+
+@pytest.mark.parametrize(("backend", "pattern", "recall"), [
+    ("codex", ".codex/sessions/*/*/*/rollout-*.jsonl", "mcp__codeoid.recall(query)"),
+    ("gemini", ".gemini/codeoid-forks/*/conversation.jsonl", "mcp_codeoid_recall(query)"),
+])
+def test_a_codex_or_gemini_fork_opens_with_the_notice_records_its_lineage_and_prints_how_to_start_it(
+        codeoid_home: Path, project: Path, claude_home: Path, agent_bins: Path, monkeypatch: pytest.MonkeyPatch,
+        backend: str, pattern: str, recall: str) -> None:
+    two_window_session(project)
+    monkeypatch.chdir(project)
+
+    result = CliRunner().invoke(cli, ["fork", "durable-1", "--at", "1", "--backend", backend, "--name", "other",
+                                      "--no-start"])
+
+    assert result.exit_code == 0, result.output
+    (written,) = claude_home.glob(pattern)
+    history = written.read_text()
+    first_prompt = history.index("<fork_context>")
+    assert "fork of codeoid session durable-1 at turn 1" in history and recall in history
+    assert history.index("count the words", first_prompt) > first_prompt, "the notice opens the first prompt"
+    assert "now the lines" not in history, "a turn after the fork point"
+    assert "codeoid has no hooks in " + backend in result.output
+    command = result.output.split("Start it with: ", 1)[1]
+    assert command.startswith(f"cd {project} && ") and str(agent_bins / backend) in command
+    connection = db.connect()
+    try:
+        fork_id, parent, at_turn, turn_count = forked_session(connection, "other")
+        backing = connection.execute("SELECT count(*) FROM backing_sessions WHERE session_id = ?",
+                                     (fork_id,)).fetchone()[0]
+    finally:
+        connection.close()
+    assert (parent, at_turn, turn_count) == ("durable-1", 1, 1)
+    assert backing == 0, "no hooks run there: nothing to register"
+    assert "forked from durable-1 at turn 1" in CliRunner().invoke(cli, ["sessions"]).output
+
+
+@pytest.mark.parametrize("backend", ["claude", "codex", "gemini"])
+def test_a_fork_the_store_refuses_to_record_leaves_no_history_behind(
+        codeoid_home: Path, project: Path, claude_home: Path, agent_bins: Path, monkeypatch: pytest.MonkeyPatch,
+        backend: str) -> None:
+    two_window_session(project)
+    connection = db.connect()
+    connection.execute("CREATE TRIGGER refuse BEFORE INSERT ON sessions BEGIN SELECT RAISE(ABORT, 'disk says no');"
+                       " END")
+    connection.close()
+    before = store_rows(codeoid_home / "store.db")
+    monkeypatch.chdir(project)
+
+    result = CliRunner().invoke(cli, ["fork", "durable-1", "--backend", backend, "--no-start"])
+
+    assert result.exit_code != 0 and "disk says no" in str(result.exception)
+    assert store_rows(codeoid_home / "store.db") == before
+    left = [path for path in claude_home.rglob("*") if path.is_file() and path.name != "settings.json"]
+    assert left == [], "the translator's history must go when the session is not recorded"

@@ -189,7 +189,8 @@ def test_gemini_registers_codeoid_beside_the_users_servers_once_with_a_backup(tm
     first = gemini.prepare(TURNS, cwd=tmp_path, mcp=MCP, home=tmp_path)
     second = gemini.prepare(TURNS, cwd=tmp_path, mcp=MCP, home=tmp_path)
 
-    assert settings in first.files and settings not in second.files
+    assert first.edited == (settings,) and second.edited == ()
+    assert settings not in first.files, "the user's settings are not the fork's to remove"
     written = json.loads(settings.read_text())
     assert written["theme"] == "Dracula"
     assert written["mcpServers"] == {
@@ -215,7 +216,7 @@ def test_gemini_creates_its_settings_file_when_there_is_none(tmp_path: Path) -> 
     launch = gemini.prepare(TURNS, cwd=tmp_path, mcp=McpServer("/v/bin/codeoid-mcp"), home=tmp_path / "fresh")
 
     settings = tmp_path / "fresh" / ".gemini" / "settings.json"
-    assert settings in launch.files
+    assert launch.edited == (settings,)
     assert json.loads(settings.read_text()) == {
         "mcpServers": {"codeoid": {"command": "/v/bin/codeoid-mcp", "args": [], "env": {}, "trust": True}}
     }

@@ -6,32 +6,29 @@ starts from and the new session is recorded with its lineage (`forked_from`, `at
 The parent is only read. The fork's turn numbers continue the parent's (its first own prompt is turn
 `at_turn + 1`), so a fork of a fork names turns the way its conversation counts them.
 
-Translators are looked up in `TRANSLATORS` by backend name. Only Claude Code is wired here; a Codex or Gemini
-translator is added to that table. The contract is `codeoid.fork.claude.prepare`'s: given the kept turns (oldest
-first) and the fork notice, write what the backend starts from (or build a first message with
-`codeoid.fork.seed.first_message`) and return how to start it; it runs inside the transaction that records the
-fork, which removes a written transcript if the session cannot be recorded.
+Every backend goes through the same checks and the same contract (`codeoid.fork.translators.Translator`): the
+translator is given the kept turns (oldest first) and the fork notice, naming the memory tools the way that
+backend names them, and writes what its backend starts from; it runs inside the transaction that records the
+fork, and what it wrote is removed again if the session cannot be recorded.
 """
 
 from __future__ import annotations
 
 import os
 import sqlite3
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
-from codeoid.claude_files import locate_claude_files
 from codeoid.fork import claude
 from codeoid.fork.backends import BACKENDS, BackendMissing, find_binary
 from codeoid.fork.canonical import session_turns
 from codeoid.fork.seed import Lineage, WindowTooSmall, newest_that_fit, notice
-from codeoid.rotation.occupancy import fallback_window
+from codeoid.fork.translators import TRANSLATORS, Start, Target, written_files
+from codeoid.json_config import InstallError
 from codeoid.store.db import write_transaction
 from codeoid.workspace import identify
-
-# backend name -> the module that translates canonical turns for it; codex and gemini are not wired yet.
-TRANSLATORS = {"claude": claude}
 
 
 class ForkError(ValueError):
@@ -47,7 +44,8 @@ class ForkRequest:
     project_dir: str = "."  # where the fork runs, if it is in the parent's workspace
     model: str | None = None  # the model the fork will run (sizes the window when `window_tokens` is not given)
     window_tokens: int | None = None
-    tool_prefix: str = "mcp__codeoid__"
+    tool_prefix: str = "mcp__codeoid__"  # how Claude Code is wired to name the memory tools
+    prompt: str | None = None  # --print: Codex and Gemini take it at once, in the command that starts them
 
 
 @dataclass(frozen=True)
@@ -61,7 +59,7 @@ class Fork:
     project_dir: str
     kept_turns: int
     total_turns: int
-    start: claude.ClaudeStart
+    start: Start
 
 
 def create_fork(db: sqlite3.Connection, request: ForkRequest, *, now: float, home: Path | None = None) -> Fork:
@@ -79,33 +77,34 @@ def create_fork(db: sqlite3.Connection, request: ForkRequest, *, now: float, hom
         binary = find_binary(request.backend)
     except BackendMissing as error:
         raise ForkError(str(error)) from error
-    translator = TRANSLATORS.get(request.backend)
-    if translator is None:
-        raise ForkError(f"Forking onto {request.backend} is not wired yet; only claude is, for now.")
+    translator = TRANSLATORS[request.backend]
     turns = session_turns(db, parent_id, at_turn)
     if not turns:
         raise ForkError(f"Session {parent_id} has no stored turns up to turn {at_turn} (retracted or never "
                         "captured): there is nothing to fork.")
-    window = request.window_tokens or fallback_window(request.model)
+    window = request.window_tokens or translator.default_window(request.model)
     try:
         kept = newest_that_fit(turns, window)
     except WindowTooSmall as error:
         raise ForkError(f"The fork's history does not fit: {error}.") from error
     project_dir = _project_dir(request.project_dir, parent)
     lineage = Lineage(parent_id, parent.name, at_turn, parent.workspace_root)
-    fork_notice = notice(lineage, kept, len(turns), request.tool_prefix)
+    fork_notice = notice(lineage, kept, len(turns), translator.tool_prefix(request.tool_prefix))
     session_id = os.urandom(16).hex()
-    config_dir = locate_claude_files(home or Path.home()).config_dir
-    start: claude.ClaudeStart | None = None
+    target = Target(project_dir=project_dir, binary=binary, parent_model=_parent_model(db, parent_id),
+                    prompt=request.prompt, home=home)
+    start: Start | None = None
     try:
         with write_transaction(db):
-            start = translator.prepare(kept, fork_notice, config_dir=config_dir, project_dir=project_dir,
-                                       model=_parent_model(db, parent_id))
+            try:
+                start = translator.prepare(kept, fork_notice, target)
+            except InstallError as error:  # Gemini's settings cannot take codeoid's MCP server
+                raise ForkError(str(error)) from error
             _record(db, start, session_id=session_id, workspace_id=parent.workspace_id, request=request,
                     parent_id=parent_id, at_turn=at_turn, now=now)
     except BaseException:
-        if start is not None and start.transcript_path is not None:  # the session was not recorded: no orphan
-            start.transcript_path.unlink(missing_ok=True)
+        if start is not None:  # the session was not recorded: no orphan
+            _remove(written_files(start))
         raise
     return Fork(session_id, parent_id, at_turn, request.name, request.backend, binary, project_dir, len(kept),
                 len(turns), start)
@@ -153,15 +152,26 @@ def _parent_model(db: sqlite3.Connection, parent_id: str) -> str | None:
     return str(row[0]) if row else None
 
 
-def _record(db: sqlite3.Connection, start: claude.ClaudeStart, *, session_id: str, workspace_id: int,
+def _remove(paths: tuple[Path, ...]) -> None:
+    """Remove written files, and their folder when that leaves it empty (a Gemini fork's own, say)."""
+    for path in paths:
+        path.unlink(missing_ok=True)
+        with suppress(OSError):
+            path.parent.rmdir()
+
+
+def _record(db: sqlite3.Connection, start: Start, *, session_id: str, workspace_id: int,
             request: ForkRequest, parent_id: str, at_turn: int, now: float) -> None:
-    """The fork's session row with its lineage, and its first backing session, registered up front with the
-    transcript's length as its read watermark: the hooks then store only what the fork itself adds."""
+    """The fork's session row with its lineage. On Claude Code, also its first backing session, registered up
+    front with the transcript's length as its read watermark: the hooks then store only what the fork itself
+    adds. Codex and Gemini run no codeoid hooks, so they have no backing session to register."""
     db.execute(
         "INSERT INTO sessions (id, workspace_id, name, forked_from, at_turn, turn_count, created_at)"
         " VALUES (?, ?, ?, ?, ?, ?, ?)",
         (session_id, workspace_id, request.name, parent_id, at_turn, at_turn, now),
     )
+    if not isinstance(start, claude.ClaudeStart):
+        return
     db.execute(
         "INSERT INTO backing_sessions (id, session_id, source, transcript_path, transcript_offset, started_at)"
         " VALUES (?, ?, 'fork', ?, ?, ?)",

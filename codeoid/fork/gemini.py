@@ -74,8 +74,9 @@ def prepare(
     if prompt is not None:
         # One word, so a prompt that starts with a dash is not read as an option.
         argv.append(f"--prompt={prompt}")
-    files = (conversation,) if settings is None else (conversation, settings)
-    return Launch(argv=argv, env={"GEMINI_CLI_HOME": str(home)}, cwd=cwd, files=files, session_id=None)
+    edited = () if settings is None else (settings,)
+    return Launch(argv=argv, env={"GEMINI_CLI_HOME": str(home)}, cwd=cwd, files=(conversation,), session_id=None,
+                  edited=edited)
 
 
 def conversation_records(turns: Sequence[Turn], stamp: str) -> list[dict[str, Any]]:

@@ -28,7 +28,9 @@ class Launch:
     """Run `argv` in `cwd` with `env` added to the caller's environment.
 
     `session_id` is the backend's id for the new session where codeoid chose it (Codex); None where the backend
-    mints its own at start (Gemini imports the history under a fresh id). `files` lists everything written.
+    mints its own at start (Gemini imports the history under a fresh id). `files` lists what was written for this
+    fork alone (removed again if the fork cannot be recorded); `edited`, the user's settings changed to register
+    codeoid's MCP server, which are kept: the registration serves every later fork too.
     """
 
     argv: list[str]
@@ -36,6 +38,7 @@ class Launch:
     cwd: Path
     files: tuple[Path, ...]
     session_id: str | None
+    edited: tuple[Path, ...] = ()
 
 
 def timestamp(when: datetime) -> str:

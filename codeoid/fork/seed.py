@@ -10,7 +10,7 @@ as a structured first message instead (`first_message`).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from codeoid.fork.turns import ToolCall, Turn
 from codeoid.rotation.seed import FORK_CLOSE, FORK_OPEN, TOOLS
@@ -85,6 +85,14 @@ def notice(lineage: Lineage, kept: list[Turn], total: int, tool_prefix: str) -> 
         FORK_CLOSE,
     ]
     return "\n".join(lines)
+
+
+def with_notice(fork_notice: str, kept: list[Turn]) -> list[Turn]:
+    """The kept turns with the notice opening the first prompt, for a backend whose starting history has no
+    place of its own for it (Codex, Gemini): the model reads it first, before the parent's own words."""
+    if not kept:
+        return kept
+    return [replace(kept[0], user=f"{fork_notice}\n\n{kept[0].user}"), *kept[1:]]
 
 
 def first_message(fork_notice: str, kept: list[Turn]) -> str:

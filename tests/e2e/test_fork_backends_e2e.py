@@ -2,6 +2,9 @@
 scripted fake API on 127.0.0.1, each CLI's first request carries the forked turns in order, tool calls and their
 results included, checked turn by turn, and offers codeoid's MCP tools; a recall made in the fork finds what the
 parent session stored; the interactive TUIs show the forked conversation and send it with the next prompt.
+`codeoid fork --backend codex|gemini --print`, run as the installed command on a store filled through the real
+hooks, sends the parent's turns (opened by the fork notice) to the real CLI and records the fork's lineage;
+without `--print` it starts the CLI itself on the forked conversation.
 
 The binaries come from `CODEOID_CODEX_BIN` / `CODEOID_GEMINI_BIN`, then the repo's `.tools/` install, then PATH;
 without one, its tests are skipped. Every run has its own HOME, so nothing touches the real one.
@@ -14,13 +17,16 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
+from test_fork import two_window_session
 
 from codeoid.fork import codex, gemini
+from codeoid.fork.canonical import session_turns
 from codeoid.fork.launch import Launch, McpServer
 from codeoid.fork.turns import ToolCall, Turn
 from codeoid.store import capture
@@ -146,10 +152,12 @@ def run(launch: Launch, home: Path, extra_env: dict[str, str]) -> subprocess.Com
     )
 
 
-def type_into_forked_session(terminal: Terminal, api: ScriptedAPI, ready: str) -> RecordedRequest:
+def type_into_forked_session(
+    terminal: Terminal, api: ScriptedAPI, ready: str, turns: Sequence[Turn] = TURNS
+) -> RecordedRequest:
     """Wait until the interactive CLI shows every forked prompt and then `ready`, type the new prompt, and
     return the model request it causes."""
-    for turn in TURNS:
+    for turn in turns:
         terminal.wait_for(turn.user, timeout=TUI_TIMEOUT)
     terminal.wait_for(ready, timeout=TUI_TIMEOUT)
     time.sleep(1)  # the composer takes keys a moment after it is drawn
@@ -207,13 +215,13 @@ def codex_observed(item: dict[str, Any]) -> tuple[Any, ...]:
     return (item.get("role"), *texts)
 
 
-def assert_codex_history(request: RecordedRequest, new_prompt: str) -> None:
+def assert_codex_history(request: RecordedRequest, new_prompt: str, turns: Sequence[Turn] = TURNS) -> None:
     """The forked turns, turn by turn, between Codex's instructions and the new prompt; codeoid's tools offered."""
     observed = [codex_observed(item) for item in input_items(request)]
     # Only Codex's own instructions come before the history; its skills and environment messages come after.
-    start = observed.index(("user", TURNS[0].user))
+    start = observed.index(("user", turns[0].user))
     assert {item[0] for item in observed[:start]} == {"developer"}
-    for turn in TURNS:
+    for turn in turns:
         expected = codex_expected(turn)
         assert observed[start: start + len(expected)] == expected, f"turn {turn.number}"
         start += len(expected)
@@ -350,11 +358,11 @@ def gemini_observed(content: dict[str, Any]) -> tuple[Any, ...]:
     return (content.get("role"), *parts)
 
 
-def assert_gemini_history(request: RecordedRequest, new_prompt: str) -> None:
+def assert_gemini_history(request: RecordedRequest, new_prompt: str, turns: Sequence[Turn] = TURNS) -> None:
     """The forked turns, turn by turn, then the new prompt; codeoid's tools offered."""
     observed = [gemini_observed(content) for content in contents(request)]
     position = 0
-    for turn in TURNS:
+    for turn in turns:
         expected = gemini_expected(turn)
         assert observed[position: position + len(expected)] == expected, f"turn {turn.number}"
         position += len(expected)
@@ -424,3 +432,121 @@ def test_interactive_gemini_shows_the_forked_conversation_and_sends_it_with_the_
     finally:
         terminal.close()
     assert_gemini_history(request, TYPED_PROMPT)
+
+
+# -- `codeoid fork` itself ---------------------------------------------------------------------------------------
+
+CODEOID = str(Path(sys.executable).parent / "codeoid")
+
+
+def parent_session(project: Path) -> list[Turn]:
+    """The parent, stored through the real hooks as tests/test_fork.py stores it, as the turns a fork carries."""
+    two_window_session(project)
+    connection = store_db.connect()
+    try:
+        return session_turns(connection, "durable-1")
+    finally:
+        connection.close()
+
+
+def fork_command(project: Path, backend: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [CODEOID, "fork", "durable-1", "--backend", backend, "--name", f"on-{backend}", f"--print={NEW_PROMPT}"],
+        cwd=project, env={**os.environ, "CODEOID_VECTOR": "off", **env}, stdin=subprocess.DEVNULL,
+        capture_output=True, text=True, timeout=RUN_TIMEOUT,
+    )
+
+
+def noticed(turns: list[Turn], first_prompt: str, recall: str) -> list[Turn]:
+    """The parent's turns as the fork must send them, once the first prompt is checked to be the fork notice
+    (naming the memory tools as this backend names them) followed by the parent's first prompt."""
+    notice, _, prompt = first_prompt.rpartition("\n\n")
+    assert prompt == turns[0].user
+    assert notice.startswith("<fork_context>\nThis session is a fork of codeoid session durable-1 at turn 2")
+    assert notice.endswith("</fork_context>") and f"- {recall}(query)" in notice
+    assert "mcp__codeoid__" not in notice, "Claude Code's tool names, which this backend does not use"
+    return [replace(turns[0], user=first_prompt), *turns[1:]]
+
+
+def lineage(name: str) -> tuple[Any, ...]:
+    connection = store_db.connect()
+    try:
+        return tuple(connection.execute("SELECT forked_from, at_turn FROM sessions WHERE name = ?", (name,)).fetchone())
+    finally:
+        connection.close()
+
+
+def test_codeoid_fork_onto_codex_sends_the_parents_turns_and_recalls_its_memory(
+    codex_bin: str, fake_openai: FakeOpenAI, codex_home: Path, tmp_path: Path, project: Path, codeoid_home: Path
+) -> None:
+    turns = parent_session(project)
+    fake_openai.add(CallTool("mcp__codeoid__recall", {"query": "words"}), ANSWER)
+
+    done = fork_command(project, "codex", {"HOME": str(tmp_path), "CODEX_HOME": str(codex_home),
+                                           "CODEOID_CODEX_BIN": codex_bin, **CODEX_ENV})
+
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert ANSWER in done.stdout and "codeoid has no hooks in codex" in done.stderr
+    first = fake_openai.model_requests[0]
+    prompt = next(item for item in input_items(first) if item.get("role") == "user")["content"][0]["text"]
+    assert_codex_history(first, NEW_PROMPT, noticed(turns, prompt, "mcp__codeoid.recall"))
+    recalled = input_items(fake_openai.model_requests[1])[-1]
+    assert "42 words." in json.dumps(recalled["output"]), "codeoid's MCP server read another store"
+    assert lineage("on-codex") == ("durable-1", 2)
+
+
+def test_codeoid_fork_onto_gemini_sends_the_parents_turns_and_recalls_its_memory(
+    gemini_bin: str, fake_gemini: FakeGemini, gemini_env: dict[str, str], tmp_path: Path, project: Path,
+    codeoid_home: Path,
+) -> None:
+    turns = parent_session(project)
+    fake_gemini.add(CallTool("mcp_codeoid_recall", {"query": "words"}), ANSWER)
+
+    done = fork_command(project, "gemini", {"HOME": str(tmp_path), "CODEOID_GEMINI_BIN": gemini_bin, **gemini_env})
+
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert ANSWER in done.stdout and "codeoid has no hooks in gemini" in done.stderr
+    first = fake_gemini.model_requests[0]
+    texts = [part["text"] for part in contents(first)[0]["parts"] if "text" in part]
+    prompt = next(text for text in texts if not text.startswith("<session_context>"))
+    assert_gemini_history(first, NEW_PROMPT, noticed(turns, prompt, "mcp_codeoid_recall"))
+    (result,) = contents(fake_gemini.model_requests[1])[-1]["parts"]
+    assert "42 words." in result["functionResponse"]["response"]["output"], "codeoid's MCP server read another store"
+    assert lineage("on-gemini") == ("durable-1", 2)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", ["codex", "gemini"])
+def test_codeoid_fork_starts_the_cli_itself_on_the_forked_conversation_by_default(
+    backend: str, request: pytest.FixtureRequest, tmp_path: Path, project: Path, codeoid_home: Path
+) -> None:
+    turns = parent_session(project)
+    if backend == "codex":
+        api: ScriptedAPI = request.getfixturevalue("fake_openai")
+        home: Path = request.getfixturevalue("codex_home")
+        # The user has worked in this repository with Codex before; else its TUI first asks to trust the folder.
+        with (home / "config.toml").open("a") as config:
+            config.write(f'\n[projects."{project}"]\ntrust_level = "trusted"\n')
+        env = {"CODEX_HOME": str(home),
+               "CODEOID_CODEX_BIN": request.getfixturevalue("codex_bin"), **CODEX_ENV}
+        ready = "Ask Codex to do anything"
+    else:
+        api = request.getfixturevalue("fake_gemini")
+        env = {"CODEOID_GEMINI_BIN": request.getfixturevalue("gemini_bin"), **request.getfixturevalue("gemini_env")}
+        ready = "Type your message"
+    api.add(ANSWER)
+    argv = [CODEOID, "fork", "durable-1", "--backend", backend]
+    terminal = Terminal(argv, env={**os.environ, "HOME": str(tmp_path), "TERM": "xterm-256color",
+                                   "CODEOID_VECTOR": "off", **env}, cwd=str(project))
+    try:
+        sent = type_into_forked_session(terminal, api, ready, turns)
+        terminal.wait_for(ANSWER, timeout=TUI_TIMEOUT)
+    finally:
+        terminal.close()
+    if backend == "codex":
+        shown = next(item for item in input_items(sent) if item.get("role") == "user")["content"][0]["text"]
+        assert_codex_history(sent, TYPED_PROMPT, noticed(turns, shown, "mcp__codeoid.recall"))
+    else:
+        texts = [part["text"] for part in contents(sent)[0]["parts"] if "text" in part]
+        shown = next(text for text in texts if not text.startswith("<session_context>"))
+        assert_gemini_history(sent, TYPED_PROMPT, noticed(turns, shown, "mcp_codeoid_recall"))
