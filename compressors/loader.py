@@ -18,13 +18,12 @@ import os
 import re
 import zlib
 from collections.abc import Iterable
-from pathlib import Path
 from typing import Any, NamedTuple
 
 from codeoid.compressors.command import Invocation, resolve
 from codeoid.compressors.rules import Rule, RuleError, rule_from_table
 
-BUILTIN_DIR = Path(__file__).parent / "rules"
+BUILTIN_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "rules")
 # Bump when the plain form of a rule changes, so old caches are not read.
 CACHE_FORMAT = 2
 
@@ -51,9 +50,9 @@ class RuleSet(NamedTuple):
         return next((rule for rule in self.rules if rule.name == name), None)
 
 
-def default_user_dir() -> Path:
+def default_user_dir() -> str:
     config = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
-    return Path(config) / "codeoid" / "rules"
+    return os.path.join(config, "codeoid", "rules")
 
 
 def load_rules(*, project_dir: str | os.PathLike[str] | None = None,
@@ -64,11 +63,11 @@ def load_rules(*, project_dir: str | os.PathLike[str] | None = None,
     `user_dir` defaults to `default_user_dir()`; pass a directory that does not exist to load no user rules.
     Without `cache_dir` every call parses the TOML files (about a millisecond per file).
     """
-    layers = [_toml_files(BUILTIN_DIR), _toml_files(Path(user_dir) if user_dir else default_user_dir())]
+    layers = [_toml_files(BUILTIN_DIR), _toml_files(os.fspath(user_dir) if user_dir else default_user_dir())]
     if project_dir is not None:
-        layers.append(_toml_files(Path(project_dir) / ".codeoid" / "rules"))
+        layers.append(_toml_files(os.path.join(project_dir, ".codeoid", "rules")))
     signature = [[(str(path), stat.st_mtime_ns, stat.st_size) for path, stat in layer] for layer in layers]
-    cache_path = _cache_path(Path(cache_dir), signature) if cache_dir is not None else None
+    cache_path = _cache_path(os.fspath(cache_dir), signature) if cache_dir is not None else None
     plain = _read_cache(cache_path, signature) if cache_path is not None else None
     if plain is None:
         plain = _build(layers)
@@ -81,19 +80,19 @@ def load_rules(*, project_dir: str | os.PathLike[str] | None = None,
     )
 
 
-def _toml_files(directory: Path) -> list[tuple[Path, os.stat_result]]:
+def _toml_files(directory: str) -> list[tuple[str, os.stat_result]]:
     try:
         entries = sorted(os.scandir(directory), key=lambda entry: entry.name)
     except OSError:
         return []
-    return [(Path(entry.path), entry.stat()) for entry in entries
+    return [(entry.path, entry.stat()) for entry in entries
             if entry.name.endswith(".toml") and entry.is_file()]
 
 
 _Plain = tuple[list[dict[str, Any]], list[tuple[str, int | None, str]]]
 
 
-def _build(layers: Iterable[list[tuple[Path, os.stat_result]]]) -> _Plain:
+def _build(layers: Iterable[list[tuple[str, os.stat_result]]]) -> _Plain:
     ordered: list[dict[str, Any]] = []
     errors: list[tuple[str, int | None, str]] = []
     for layer in layers:
@@ -114,12 +113,13 @@ def _build(layers: Iterable[list[tuple[Path, os.stat_result]]]) -> _Plain:
     return ordered, errors
 
 
-def read_rule_file(path: Path) -> list[dict[str, Any]]:
+def read_rule_file(path: str) -> list[dict[str, Any]]:
     """The checked rules of one file, in plain form; raises RuleError naming the file and line."""
     import tomllib  # only when a cache is rebuilt: it costs more to import than the cache costs to read
 
     try:
-        text = path.read_text(encoding="utf-8")
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
     except (OSError, UnicodeDecodeError) as error:
         raise RuleError(str(path), None, f"cannot read: {error}") from None
     try:
@@ -167,13 +167,13 @@ def _line_of_key(text: str, key: str, start: int) -> int | None:
     return text.count("\n", 0, found.start()) + 1 if found else None
 
 
-def _cache_path(cache_dir: Path, signature: list[list[tuple[str, int, int]]]) -> Path:
+def _cache_path(cache_dir: str, signature: list[list[tuple[str, int, int]]]) -> str:
     # One cache file per set of rule directories, so two projects do not keep rebuilding each other's cache.
     directories = "\0".join(sorted({os.path.dirname(path) for layer in signature for path, _, _ in layer}))
-    return cache_dir / f"rules-{zlib.crc32(directories.encode('utf-8', 'surrogateescape')):08x}.marshal"
+    return os.path.join(cache_dir, f"rules-{zlib.crc32(directories.encode('utf-8', 'surrogateescape')):08x}.marshal")
 
 
-def _read_cache(path: Path, signature: list[list[tuple[str, int, int]]]) -> _Plain | None:
+def _read_cache(path: str, signature: list[list[tuple[str, int, int]]]) -> _Plain | None:
     try:
         with open(path, "rb") as handle:
             stored = marshal.load(handle)
@@ -187,11 +187,11 @@ def _read_cache(path: Path, signature: list[list[tuple[str, int, int]]]) -> _Pla
     return rules, errors
 
 
-def _write_cache(path: Path, signature: list[list[tuple[str, int, int]]], plain: _Plain) -> None:
+def _write_cache(path: str, signature: list[list[tuple[str, int, int]]], plain: _Plain) -> None:
     """Write atomically; a cache that cannot be written only costs the next call a rebuild."""
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        temporary = f"{path}.{os.getpid()}.tmp"
         with open(temporary, "wb") as handle:
             marshal.dump((CACHE_FORMAT, _marshalable_signature(signature), plain), handle)
         os.replace(temporary, path)

@@ -142,7 +142,7 @@ def test_the_cache_is_rebuilt_only_when_a_rule_file_changes(tmp_path: Path,
 
     load_rules(user_dir=user, cache_dir=tmp_path / "cache")
     first = len(reads)
-    assert first == len(list(BUILTIN_DIR.glob("*.toml"))) + 1
+    assert first == len([name for name in os.listdir(BUILTIN_DIR) if name.endswith(".toml")]) + 1
     load_rules(user_dir=user, cache_dir=tmp_path / "cache")
     assert len(reads) == first
 
