@@ -72,11 +72,17 @@ def path_overlap(wanted: Sequence[str], touched: Iterable[str]) -> float:
 def fuse(bm25: Sequence[int], dense: Sequence[int], *, created_at: Mapping[int, float],
          paths: Mapping[int, Sequence[str]], query: str, weights: RecallWeights,
          now: float | None = None) -> list[tuple[int, float]]:
-    """Episode ids from both ranked lists (best first, no repeats within a list), fused, best first."""
+    """Episode ids from both ranked lists (best first, no repeats within a list), fused, best first.
+
+    A signal weighted 0 is left out entirely, not merely scored 0: its candidates would otherwise still
+    enter the ranking through the recency bonus, so `bm25=0` or `dense=0` gives the other signal alone.
+    """
     now = time.time() if now is None else now
     k = weights.rrf_k
     scores: dict[int, float] = {}
     for weight, ranked in ((weights.bm25, bm25), (weights.dense, dense)):
+        if weight == 0:
+            continue
         for rank, episode_id in enumerate(ranked, 1):
             scores[episode_id] = scores.get(episode_id, 0.0) + weight / (k + rank)
     wanted = query_paths(query)
