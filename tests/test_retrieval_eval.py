@@ -43,10 +43,11 @@ def test_one_session_of_the_corpus_is_evaluated_through_recall_with_each_signal(
     assert ranks["dense alone"][by_type["explain_paraphrase"]] is not None
     assert ranks["fused (defaults)"][by_type["failure_lexical"]] is not None
 
-    variant = evaluate.ranks_of(evaluate.recall_ranker(memory.db, workspace_id, evaluate.BM25_ALONE,
-                                                       rewrite=evaluate.strip_stop_words), questions, ids)
+    with evaluate.stop_words_kept():
+        kept = evaluate.ranks_of(evaluate.recall_ranker(memory.db, workspace_id, evaluate.BM25_ALONE), questions, ids)
+    assert queries.any_term_query("where did the tokenizer crash") == '"tokenizer" OR "crash"'  # dropped again
     out = tmp_path / "results.json"
-    evaluate.write_results(out, questions, ranks, {"stop words dropped": variant}, None, len(episodes))
+    evaluate.write_results(out, questions, ranks, {"stop words kept": kept}, None, len(episodes))
     result = json.loads(out.read_text())
     assert result["episodes"] == len(episodes)
     for name, found in result["heldout"].items():

@@ -113,6 +113,11 @@ def test_search_matches_any_word_and_skips_retracted(store: sqlite3.Connection, 
     assert queries.search_bm25(store, 'AND OR "NEAR(') == []  # query syntax in user text is never parsed
 
 
+def test_stop_words_are_left_out_of_the_bm25_query_unless_nothing_else_remains() -> None:
+    assert queries.any_term_query("where did we see the SSL error?") == '"ssl" OR "error"'
+    assert queries.any_term_query("what is it") == '"what" OR "is" OR "it"'
+
+
 def test_bash_failure_keeps_exit_status_and_text(store: sqlite3.Connection, project: Path) -> None:
     owner = _owner(store, project)
     with db.write_transaction(store):

@@ -2,16 +2,17 @@
 
 A fresh store (temporary data dir) is filled from `corpus.jsonl.gz` through the capture API the hooks use,
 indexed with the shipped model into its own local `chroma run` server, and every question goes through
-`retrieval.recall_ranked`, the path the MCP server's `recall` takes, three times: `dense=0` (BM25 alone, the
-ranking recall gives when the vector index is down), `bm25=0` without bonuses (meaning alone), and the fused
-defaults. A question is answered at rank r when any of its answer episodes (interchangeable: the same failure
-run twice, the Edit and the diff) is the r-th result. Recall@k is the share of questions answered within k,
-MRR the mean of 1/r over the top 10; 95% intervals come from a seeded bootstrap over questions.
+`retrieval.recall_ranked`, the path the MCP server's `recall` takes: with `dense=0` (BM25 alone, the ranking
+recall gives when the vector index is down), with `bm25=0` and no bonuses (meaning alone), with the fused
+defaults, and with the defaults before this benchmark tuned them. A question is answered at rank r when any
+of its answer episodes (interchangeable: the same failure run twice, the Edit and the diff) is the r-th
+result. Recall@k is the share of questions answered within k, MRR the mean of 1/r over the top 10; 95%
+intervals come from a seeded bootstrap over questions.
 
-BM25 variants (porter stemming on/off, English stop words dropped from the query or not) are measured on a
-copy of the store whose FTS table is rebuilt with the variant tokenizer. `--tune` searches fusion weights by
-re-fusing cached candidate lists (`ranking.fuse`, as `recall_ranked` does) on the tuning half only; the table
-is always the held-out half.
+BM25 variants: porter stemming off is measured on a copy of the store whose FTS table is rebuilt with the
+unicode61 tokenizer alone; stop words kept, by emptying `queries.STOP_WORDS` while those questions run.
+`--tune` searches fusion weights by re-fusing cached candidate lists (`ranking.fuse`, as `recall_ranked`
+does) on the tuning half only; the table is always the held-out half.
 
     .venv/bin/python benchmarks/retrieval/evaluate.py [--tune] [--cache candidates.json] [--from-cache ...]
 """
@@ -19,18 +20,18 @@ is always the held-out half.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import gzip
 import itertools
 import json
 import os
 import random
-import re
 import sqlite3
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -39,20 +40,14 @@ sys.path.insert(0, str(HERE.parent.parent / "tests"))
 
 from codeoid import ranking  # noqa: E402
 from codeoid.ranking import RecallWeights  # noqa: E402
+from codeoid.store import queries  # noqa: E402
 
 CUTOFFS = (1, 5, 10)
 DEPTH = 10
 RESAMPLES = 1000
 SEED = 7
-# The query side of "stop words on": a common English list (function words and question words a model uses
-# when it asks its memory), dropped before the any-term query is built.
-STOP_WORDS = frozenset("""a about above after again against all am an and any are as at be because been before being
-below between both but by can could did do does doing done down during each few for from further had has have
-having he her here hers him his how i if in into is it its itself just let me more most my no nor not now of off
-on once only or other our ours out over own same she should so some such than that the their theirs them then there
-these they this those through to too under until up us very was we were what when where which while who whom why
-will with would you your yours show find see saw seen got get tell""".split())  # noqa: SIM905
-
+# The fusion defaults before this benchmark tuned them, kept for the comparison.
+PREVIOUS_DEFAULTS = RecallWeights(dense=1.0, path=0.5, rrf_k=60.0)
 BM25_ALONE = RecallWeights(dense=0.0)
 DENSE_ALONE = RecallWeights(bm25=0.0, recency=0.0, path=0.0)
 GRID: dict[str, tuple[float, ...]] = {
@@ -100,8 +95,15 @@ def sessions_slice(episodes: Sequence[dict[str, Any]], questions: Sequence[dict[
     return kept, [question for question in questions if set(question["answers"]) <= keys]
 
 
-def strip_stop_words(query: str) -> str:
-    return " ".join(word for word in re.findall(r"\w+", query) if word.lower() not in STOP_WORDS)
+@contextlib.contextmanager
+def stop_words_kept() -> Iterator[None]:
+    """BM25 with the query's stop words kept (as before they were dropped), for the variant table."""
+    shipped = queries.STOP_WORDS
+    queries.STOP_WORDS = frozenset()
+    try:
+        yield
+    finally:
+        queries.STOP_WORDS = shipped
 
 
 def rebuilt_without_stemming(db: sqlite3.Connection, path: str) -> sqlite3.Connection:
@@ -120,12 +122,12 @@ def rebuilt_without_stemming(db: sqlite3.Connection, path: str) -> sqlite3.Conne
 Ranker = Callable[[str], list[int]]
 
 
-def recall_ranker(db: sqlite3.Connection, workspace_id: int, weights: RecallWeights, *,
-                  rewrite: Callable[[str], str] = lambda query: query, limit: int = DEPTH) -> Ranker:
+def recall_ranker(db: sqlite3.Connection, workspace_id: int, weights: RecallWeights, *, limit: int = DEPTH
+                  ) -> Ranker:
     from codeoid import retrieval
 
     def rank(query: str) -> list[int]:
-        found = retrieval.recall_ranked(db, rewrite(query), workspace_id=workspace_id, limit=limit, weights=weights)
+        found = retrieval.recall_ranked(db, query, workspace_id=workspace_id, limit=limit, weights=weights)
         assert found.fallback is None, found.fallback
         return [row["id"] for row in found.rows]
 
@@ -263,7 +265,6 @@ def run(args: argparse.Namespace, questions: list[dict[str, Any]], tuning: list[
 
     from codeoid import chroma_server
     from codeoid.indexer import Indexer
-    from codeoid.store import queries
 
     episodes = load_corpus()
     memory = Memory(Path(os.environ["CODEOID_HOME"]), git_project(Path(scratch) / "project"))
@@ -284,19 +285,17 @@ def run(args: argparse.Namespace, questions: list[dict[str, Any]], tuning: list[
             "BM25 alone": recall_ranker(db, workspace_id, BM25_ALONE),
             "dense alone": recall_ranker(db, workspace_id, DENSE_ALONE),
             "fused (defaults)": recall_ranker(db, workspace_id, RecallWeights()),
+            "fused (previous defaults)": recall_ranker(db, workspace_id, PREVIOUS_DEFAULTS),
         }
         ranks = {name: ranks_of(rank, questions, ids) for name, rank in configs.items()}
         nostem = rebuilt_without_stemming(db, os.path.join(scratch, "nostem.db"))
-        variants: dict[str, Ranker] = {
-            "porter, stop words kept (shipped)": configs["BM25 alone"],
-            "porter, stop words dropped": recall_ranker(db, workspace_id, BM25_ALONE, rewrite=strip_stop_words),
-            "no stemming, stop words kept": recall_ranker(nostem, workspace_id, BM25_ALONE),
-            "no stemming, stop words dropped": recall_ranker(nostem, workspace_id, BM25_ALONE,
-                                                             rewrite=strip_stop_words),
-        }
-        variant_ranks = {name: ranks_of(rank, questions, ids) for name, rank in variants.items()}
-        ranks["fused, stop words dropped"] = ranks_of(
-            recall_ranker(db, workspace_id, RecallWeights(), rewrite=strip_stop_words), questions, ids)
+        variant_ranks = {"porter, stop words dropped (shipped)": ranks["BM25 alone"],
+                         "no stemming, stop words dropped": ranks_of(recall_ranker(nostem, workspace_id, BM25_ALONE),
+                                                                     questions, ids)}
+        with stop_words_kept():
+            variant_ranks["porter, stop words kept"] = ranks_of(configs["BM25 alone"], questions, ids)
+            variant_ranks["no stemming, stop words kept"] = ranks_of(
+                recall_ranker(nostem, workspace_id, BM25_ALONE), questions, ids)
         cached = {q["id"]: candidates_of(db, workspace_id, q["question"], int(max(GRID["candidates"])))
                   for q in questions}
         check = [refused(cached[q["id"]], q["question"], RecallWeights(), time.time()) for q in questions]
