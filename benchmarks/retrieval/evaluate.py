@@ -218,7 +218,9 @@ def tune(questions: Sequence[dict[str, Any]], cached: dict[str, Candidates], ids
     results = []
     names = list(GRID)
     for values in itertools.product(*(GRID[name] for name in names)):
-        weights = dataclasses.replace(RecallWeights(), **dict(zip(names, values, strict=True)))  # type: ignore[arg-type]
+        chosen: dict[str, Any] = dict(zip(names, values, strict=True))
+        chosen["candidates"] = int(chosen["candidates"])
+        weights = dataclasses.replace(RecallWeights(), **chosen)
         ranks = [answer_rank(refused(cached[q["id"]], q["question"], weights, now), (ids[k] for k in q["answers"]))
                  for q in questions]
         results.append((scores(ranks)["MRR"], weights))
@@ -302,14 +304,14 @@ def run(args: argparse.Namespace, questions: list[dict[str, Any]], tuning: list[
         agree = sum(a == b for a, b in zip(check, (configs["fused (defaults)"](q["question"]) for q in questions),
                                            strict=True))
         print(f"re-fused cached candidates match recall_ranked on {agree}/{len(questions)} questions", flush=True)
+        if args.cache:
+            args.cache.write_text(json.dumps({"now": now, "ids": ids, "candidates": {
+                key: dataclasses.asdict(c) for key, c in cached.items()}}))
         tuned: RecallWeights | None = None
         if args.tune:
             tuned = report_tuning(tuning, heldout, cached, ids, now)
             if tuned is not None:
                 ranks["fused (tuned)"] = ranks_of(recall_ranker(db, workspace_id, tuned), questions, ids)
-        if args.cache:
-            args.cache.write_text(json.dumps({"now": now, "ids": ids, "candidates": {
-                key: dataclasses.asdict(c) for key, c in cached.items()}}))
         write_results(args.out, questions, ranks, variant_ranks, tuned, len(episodes))
     finally:
         memory.db.close()
