@@ -22,12 +22,15 @@ SECONDS_PER_DAY = 86400.0
 
 @dataclass(frozen=True)
 class RecallWeights:
+    # Tuned on the tuning half of benchmarks/retrieval (README, "Retrieval quality"). A small rrf_k keeps a
+    # first rank in one signal worth more than middling ranks in both: with k=60, exact matches that only BM25
+    # ranks first lost to agreement, and fused R@1 fell below BM25's own.
     bm25: float = 1.0
-    dense: float = 1.0
+    dense: float = 0.75
     recency: float = 0.2  # a brand-new episode gains this fraction of a first rank
     recency_half_life_days: float = 14.0
-    path: float = 0.5  # an episode touching every path the query names gains this fraction of a first rank
-    rrf_k: float = 60.0
+    path: float = 1.0  # an episode touching every path the query names gains this fraction of a first rank
+    rrf_k: float = 10.0
     candidates: int = 50  # taken from each signal before fusing
 
     @classmethod
@@ -72,11 +75,17 @@ def path_overlap(wanted: Sequence[str], touched: Iterable[str]) -> float:
 def fuse(bm25: Sequence[int], dense: Sequence[int], *, created_at: Mapping[int, float],
          paths: Mapping[int, Sequence[str]], query: str, weights: RecallWeights,
          now: float | None = None) -> list[tuple[int, float]]:
-    """Episode ids from both ranked lists (best first, no repeats within a list), fused, best first."""
+    """Episode ids from both ranked lists (best first, no repeats within a list), fused, best first.
+
+    A signal weighted 0 is left out entirely, not merely scored 0: its candidates would otherwise still
+    enter the ranking through the recency bonus, so `bm25=0` or `dense=0` gives the other signal alone.
+    """
     now = time.time() if now is None else now
     k = weights.rrf_k
     scores: dict[int, float] = {}
     for weight, ranked in ((weights.bm25, bm25), (weights.dense, dense)):
+        if weight == 0:
+            continue
         for rank, episode_id in enumerate(ranked, 1):
             scores[episode_id] = scores.get(episode_id, 0.0) + weight / (k + rank)
     wanted = query_paths(query)

@@ -53,12 +53,16 @@ def recall_ranked(db: sqlite3.Connection, query: str, *, workspace_id: int | Non
     the caller's backing session, whose live episodes are still in its window and so are left out.
     `workspace_id=None` searches every workspace (the CLI's `--all-workspaces`), never a default; it is BM25
     only, since each workspace has its own collection. When the vector index cannot answer, the ranking is
-    BM25's alone and `fallback` says why, so the caller can say so.
+    BM25's alone and `fallback` says why, so the caller can say so. A signal weighted 0 is not queried
+    (`dense=0` is BM25 alone, `bm25=0` ranks by meaning alone): the retrieval benchmark measures each signal
+    through this same path.
     """
     weights = weights or ranking.RecallWeights.from_env()
     pool = max(limit, weights.candidates)
     lexical = queries.search_bm25(db, query, workspace_id=workspace_id, limit=pool, skip_live_of=skip_live_of,
-                                  exclude_origins=NOT_RECALLED_ORIGINS)
+                                  exclude_origins=NOT_RECALLED_ORIGINS) if weights.bm25 else []
+    if not weights.dense:  # BM25 alone, by choice: the ranking a fallback gives
+        return Recalled(lexical[:limit], "BM25")
     hits, fallback = _dense_hits(db, query, workspace_id, pool)
     if fallback is not None:
         return Recalled(lexical[:limit], "BM25", fallback)

@@ -55,6 +55,15 @@ def test_fusion_rewards_agreement_recency_and_named_paths() -> None:
     assert path_overlap(["db.py"], ["/a/db.py"]) == 1.0 and path_overlap(["x/db.py"], ["/a/db.py"]) == 0.0
 
 
+def test_a_signal_weighted_zero_brings_no_candidates_so_the_other_ranks_alone() -> None:
+    now = 1_000_000.0
+    created = {1: now - 30 * 86400, 2: now - 30 * 86400, 3: now}
+    alone = fuse([1, 2], [3], created_at=created, paths={}, query="q", weights=RecallWeights(dense=0.0), now=now)
+    assert [episode for episode, _ in alone] == [1, 2]
+    meaning = fuse([1, 2], [3], created_at=created, paths={}, query="q", weights=RecallWeights(bm25=0.0), now=now)
+    assert [episode for episode, _ in meaning] == [3]
+
+
 def test_weights_are_settings(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CODEOID_RECALL_DENSE", "2.5")
     monkeypatch.setenv("CODEOID_RECALL_CANDIDATES", "80")

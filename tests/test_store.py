@@ -139,6 +139,11 @@ def test_words_in_most_episodes_of_a_large_store_leave_the_query(store: sqlite3.
     assert queries.any_term_query("zebra tests", store) == '"zebra" OR "tests"'
 
 
+def test_stop_words_are_left_out_of_the_bm25_query_unless_nothing_else_remains() -> None:
+    assert queries.any_term_query("where did we see the SSL error?") == '"ssl" OR "error"'
+    assert queries.any_term_query("what is it") == '"what" OR "is" OR "it"'
+
+
 def test_bash_failure_keeps_exit_status_and_text(store: sqlite3.Connection, project: Path) -> None:
     owner = _owner(store, project)
     with db.write_transaction(store):

@@ -17,6 +17,13 @@ from codeoid.workspace import identify
 Row = dict[str, Any]
 _WORD = re.compile(r"\w+", re.UNICODE)
 SEARCHABLE_STATES = ("live", "archived")
+# Function words, and the question words a model uses when it asks its memory ("where did we see ...").
+STOP_WORDS = frozenset("""a about above after again against all am an and any are as at be because been before
+being below between both but by can could did do does doing done down during each few for from further had has
+have having he her here hers him his how i if in into is it its itself just let me more most my no nor not now of
+off on once only or other our ours out over own same she should so some such than that the their theirs them then
+there these they this those through to too under until up us very was we were what when where which while who
+whom why will with would you your yours show find see saw seen got get tell""".split())  # noqa: SIM905
 # A query word in more episodes than both of these is left out of BM25 search (see `selective_words`).
 COMMON_TERM_DOCS = 5000
 COMMON_TERM_SHARE = 0.1
@@ -110,13 +117,17 @@ def any_term_query(text: str, db: sqlite3.Connection | None = None) -> str | Non
     """An FTS5 query matching any of the words (BM25 ranks documents with more and rarer words higher).
 
     FTS5's default is all-terms, which turns a natural question into zero hits; each word is quoted so
-    operators and punctuation in the user's text are never parsed as query syntax. Given the store, words
-    too common to tell episodes apart are left out (`selective_words`).
+    operators and punctuation in the user's text are never parsed as query syntax. English stop words are
+    left out unless nothing else remains: with any-term matching, "where did we see the ..." otherwise
+    ranks every chatty episode that shares its function words (measured in benchmarks/retrieval: BM25 MRR
+    0.271 -> 0.298 on the tuning half). Given the store, words too common to tell episodes apart are left
+    out too (`selective_words`).
     """
     words = list(dict.fromkeys(word.lower() for word in _WORD.findall(text)))
+    content = [word for word in words if word not in STOP_WORDS] or words
     if db is not None:
-        words = selective_words(db, words)
-    return " OR ".join(f'"{word}"' for word in words) or None
+        content = selective_words(db, content)
+    return " OR ".join(f'"{word}"' for word in content) or None
 
 
 def selective_words(db: sqlite3.Connection, words: list[str]) -> list[str]:
