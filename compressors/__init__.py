@@ -103,10 +103,14 @@ surrogateescape). Order of decisions per line: the rule's `keep`, then `drop` an
 then the engine's diagnostics, then `long_line`, the item budget, the group budget and `head`/`tail`.
 '''
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from __future__ import annotations
 
+import importlib
+
+TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: the rewrite hook imports this package, and typing costs it
 if TYPE_CHECKING:
+    from typing import Any
+
     from codeoid.compressors.command import Invocation, ShellCommand, parse, resolve
     from codeoid.compressors.engine import (
         MARKER,

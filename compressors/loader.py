@@ -13,19 +13,27 @@ every file's path, mtime and size, so a change to any file (or a new one) rebuil
 
 from __future__ import annotations
 
-import marshal
 import os
 import re
-import zlib
 from collections.abc import Iterable
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from codeoid.compressors.command import Invocation, resolve
+from codeoid.compressors.rule_files import (
+    BUILTIN_DIR,
+    cache_path,
+    default_user_dir,
+    layers_signature,
+    read_cache,
+    rule_layers,
+    write_cache,
+)
 from codeoid.compressors.rules import Rule, RuleError, rule_from_table
 
-BUILTIN_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "rules")
-# Bump when the plain form of a rule changes, so old caches are not read.
-CACHE_FORMAT = 2
+if TYPE_CHECKING:
+    from codeoid.compressors.rule_files import Layer, Plain
+
+__all__ = ["BUILTIN_DIR", "RuleSet", "default_user_dir", "load_rules", "read_rule_file"]
 
 
 class RuleSet(NamedTuple):
@@ -50,11 +58,6 @@ class RuleSet(NamedTuple):
         return next((rule for rule in self.rules if rule.name == name), None)
 
 
-def default_user_dir() -> str:
-    config = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
-    return os.path.join(config, "codeoid", "rules")
-
-
 def load_rules(*, project_dir: str | os.PathLike[str] | None = None,
                user_dir: str | os.PathLike[str] | None = None,
                cache_dir: str | os.PathLike[str] | None = None) -> RuleSet:
@@ -63,16 +66,14 @@ def load_rules(*, project_dir: str | os.PathLike[str] | None = None,
     `user_dir` defaults to `default_user_dir()`; pass a directory that does not exist to load no user rules.
     Without `cache_dir` every call parses the TOML files (about a millisecond per file).
     """
-    layers = [_toml_files(BUILTIN_DIR), _toml_files(os.fspath(user_dir) if user_dir else default_user_dir())]
-    if project_dir is not None:
-        layers.append(_toml_files(os.path.join(project_dir, ".codeoid", "rules")))
-    signature = [[(str(path), stat.st_mtime_ns, stat.st_size) for path, stat in layer] for layer in layers]
-    cache_path = _cache_path(os.fspath(cache_dir), signature) if cache_dir is not None else None
-    plain = _read_cache(cache_path, signature) if cache_path is not None else None
+    layers = rule_layers(project_dir=project_dir, user_dir=user_dir)
+    signature = layers_signature(layers)
+    path = cache_path(os.fspath(cache_dir), signature) if cache_dir is not None else None
+    plain = read_cache(path, signature) if path is not None else None
     if plain is None:
         plain = _build(layers)
-        if cache_path is not None:
-            _write_cache(cache_path, signature, plain)
+        if path is not None:
+            write_cache(path, signature, plain)
     rules_plain, errors_plain = plain
     return RuleSet(
         rules=tuple(Rule.from_plain(rule) for rule in rules_plain),
@@ -80,19 +81,7 @@ def load_rules(*, project_dir: str | os.PathLike[str] | None = None,
     )
 
 
-def _toml_files(directory: str) -> list[tuple[str, os.stat_result]]:
-    try:
-        entries = sorted(os.scandir(directory), key=lambda entry: entry.name)
-    except OSError:
-        return []
-    return [(entry.path, entry.stat()) for entry in entries
-            if entry.name.endswith(".toml") and entry.is_file()]
-
-
-_Plain = tuple[list[dict[str, Any]], list[tuple[str, int | None, str]]]
-
-
-def _build(layers: Iterable[list[tuple[str, os.stat_result]]]) -> _Plain:
+def _build(layers: Iterable[Layer]) -> Plain:
     ordered: list[dict[str, Any]] = []
     errors: list[tuple[str, int | None, str]] = []
     for layer in layers:
@@ -165,39 +154,3 @@ def _line_of_problem(text: str, start: int, message: str) -> int | None:
 def _line_of_key(text: str, key: str, start: int) -> int | None:
     found = re.compile(rf"(?m)^[ \t]*{re.escape(key)}[ \t]*=|[{{,][ \t]*{re.escape(key)}[ \t]*=").search(text, start)
     return text.count("\n", 0, found.start()) + 1 if found else None
-
-
-def _cache_path(cache_dir: str, signature: list[list[tuple[str, int, int]]]) -> str:
-    # One cache file per set of rule directories, so two projects do not keep rebuilding each other's cache.
-    directories = "\0".join(sorted({os.path.dirname(path) for layer in signature for path, _, _ in layer}))
-    return os.path.join(cache_dir, f"rules-{zlib.crc32(directories.encode('utf-8', 'surrogateescape')):08x}.marshal")
-
-
-def _read_cache(path: str, signature: list[list[tuple[str, int, int]]]) -> _Plain | None:
-    try:
-        with open(path, "rb") as handle:
-            stored = marshal.load(handle)
-    except (OSError, EOFError, ValueError, TypeError):
-        return None
-    if not isinstance(stored, tuple) or len(stored) != 3 or stored[0] != CACHE_FORMAT:
-        return None
-    if stored[1] != _marshalable_signature(signature):
-        return None
-    rules, errors = stored[2]
-    return rules, errors
-
-
-def _write_cache(path: str, signature: list[list[tuple[str, int, int]]], plain: _Plain) -> None:
-    """Write atomically; a cache that cannot be written only costs the next call a rebuild."""
-    try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        temporary = f"{path}.{os.getpid()}.tmp"
-        with open(temporary, "wb") as handle:
-            marshal.dump((CACHE_FORMAT, _marshalable_signature(signature), plain), handle)
-        os.replace(temporary, path)
-    except OSError:
-        pass
-
-
-def _marshalable_signature(signature: list[list[tuple[str, int, int]]]) -> tuple[Any, ...]:
-    return tuple(tuple(layer) for layer in signature)

@@ -21,17 +21,15 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Mapping
-from typing import Any
 
-from codeoid import bash_wrapper, paths
-from codeoid.hook_table import installed_executable
-from codeoid.hooks import bash_shell, permissions
-from codeoid.log import log
+from codeoid import paths
 from codeoid.rotation.notice import finish_turn_notice
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
+
     from codeoid.hooks.shell_facts import ShellFacts
 
 # Past this the wrapper (which carries the command twice) nears the kernel's limit on one argument.
@@ -50,6 +48,8 @@ INTERACTIVE = frozenset({
     "ssh", "telnet", "ftp", "sftp", "nc", "ncat", "socat", "tmux", "screen", "man", "yes",
 })
 _FOLLOWS = re.compile(r"(?<!\S)(?:--watch(?:All|-all)?|--follow|--looponfail|--serve)(?:=\S*)?(?!\S)")
+# Characters that end or surround a shell word: what is left between them are the words a program name can be.
+_SHELL_PUNCTUATION = str.maketrans({character: " " for character in "'\"`$;&|()<>{}=\n\t"})
 _TAIL_FOLLOW = re.compile(r"(?<!\S)(?:-[a-zA-Z]*[fF][a-zA-Z]*|--follow(?:=\S*)?)(?!\S)")
 
 
@@ -81,14 +81,21 @@ def rewrite(payload: dict[str, Any], env: Mapping[str, str]) -> dict[str, Any] |
         return None
     if not command.strip() or len(command) > MAX_COMMAND_CHARS or "\0" in command:
         return None
+    project_dir = env.get("CLAUDE_PROJECT_DIR") or _str(payload.get("cwd")) or os.getcwd()
+    cache_dir = paths.cache_dir()
+    if not _may_name_a_rule_program(command, project_dir, cache_dir):
+        return None  # decided with `os` and `marshal` alone: most commands stop here
+    from codeoid import bash_wrapper
+    from codeoid.hook_table import installed_executable
+    from codeoid.hooks import bash_shell, permissions
+    from codeoid.log import log
+
     if bash_wrapper.is_wrapped(command) or _ends_in_line_continuation(command):
         return None
     compressor = installed_executable(bash_wrapper.COMPRESSOR)
-    cache_dir = paths.cache_dir()
     if not os.path.exists(compressor) or not bash_shell.wrappable_bash(env, cache_dir):
         return None
     mode = payload.get("permission_mode")
-    project_dir = env.get("CLAUDE_PROJECT_DIR") or _str(payload.get("cwd")) or os.getcwd()
     try:
         rules = permissions.load_rules(project_dir, env)
     except permissions.Unsure as reason:
@@ -121,6 +128,25 @@ def rewrite(payload: dict[str, Any], env: Mapping[str, str]) -> dict[str, Any] |
             "updatedInput": {**tool_input, "command": wrapped},
         }
     }
+
+
+def _may_name_a_rule_program(command: str, project_dir: str, cache_dir: str) -> bool:
+    """False only when no word of `command` is a program some rule matches on, so no rule can apply.
+
+    Rules match the resolved program's basename (after `VAR=x` prefixes, launchers, pipelines), and that name
+    is always one of the command's words once quotes and shell punctuation are taken away; a backslash could
+    spell it some other way, so a command with one is never ruled out. Without a current rule cache (the first
+    call, or rule files just edited) nothing is ruled out and the full path rebuilds the cache.
+    """
+    from codeoid.compressors.rule_files import programs_in_cache
+
+    if "\\" in command:
+        return True
+    programs = programs_in_cache(project_dir=project_dir, cache_dir=cache_dir)
+    if programs is None:
+        return True
+    words = command.translate(_SHELL_PUNCTUATION).split()
+    return any(os.path.basename(word) in programs for word in words)
 
 
 def _unsafe_to_wrap(command: str, facts: ShellFacts) -> bool:

@@ -417,27 +417,38 @@ def test_hook_ignores_other_tools_and_broken_payloads(hook_world: dict[str, Any]
 
 
 def test_the_rewrite_decides_without_loading_the_compression_engine(tmp_path: Path) -> None:
-    """The hook runs before every Bash call: it must not pay for the engine, the store or the grammar's extras."""
+    """The hook runs before every Bash call: it must not pay for the engine, the store or the grammar's extras,
+    and once the rule cache exists a command naming no rule's program is turned away before the parser loads."""
     project = tmp_path / "project"
     (project / ".git").mkdir(parents=True)
     home = tmp_path / "home"
     (home / ".claude").mkdir(parents=True)
-    (home / ".claude" / "settings.json").write_text(json.dumps({"permissions": {"allow": ["Bash(git:*)"]}}))
-    payload = {"session_id": "s", "cwd": str(project), "permission_mode": "default", "hook_event_name": "PreToolUse",
-               "tool_name": "Bash", "tool_use_id": "toolu_modules", "tool_input": {"command": "git diff"}}
-    probe = (
-        "import io, json, sys\n"
-        "from codeoid.hooks import pre_tool_use\n"
-        f"answer = pre_tool_use.run({json.dumps(payload)!r}.encode())\n"
-        "print(json.dumps({'rewritten': bool(answer), 'modules': sorted(sys.modules)}))\n"
-    )
+    (home / ".claude" / "settings.json").write_text(json.dumps({"permissions": {"allow": ["Bash(*)"]}}))
     env = {**os.environ, "HOME": str(home), "CODEOID_HOME": str(tmp_path / "codeoid"), "SHELL": "/bin/bash",
            "CLAUDE_PROJECT_DIR": str(project), "CLAUDE_PID": str(os.getpid()), "XDG_CONFIG_HOME": str(home / "cfg")}
-    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, cwd=project)
-    assert done.returncode == 0, done.stderr
-    report = json.loads(done.stdout)
-    assert report["rewritten"]
-    loaded = set(report["modules"])
-    assert {"codeoid.compressors.command", "codeoid.compressors.loader"} <= loaded
-    assert not loaded & {"codeoid.compressors.engine", "codeoid.compressors.pipeline", "codeoid.store.db",
-                         "sqlite3", "tree_sitter_bash", "importlib.resources", "tempfile"}
+
+    def decide(command: str) -> tuple[bool, set[str]]:
+        payload = {"session_id": "s", "cwd": str(project), "permission_mode": "default",
+                   "hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_use_id": "toolu_modules",
+                   "tool_input": {"command": command}}
+        probe = ("import json, sys\n"
+                 "from codeoid.hooks import pre_tool_use\n"
+                 f"answer = pre_tool_use.run({json.dumps(payload)!r}.encode())\n"
+                 "print(json.dumps({'rewritten': bool(answer), 'modules': sorted(sys.modules)}))\n")
+        done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, cwd=project)
+        assert done.returncode == 0, done.stderr
+        report = json.loads(done.stdout)
+        return report["rewritten"], set(report["modules"])
+
+    never = {"codeoid.compressors.engine", "codeoid.compressors.pipeline", "codeoid.store.db", "sqlite3",
+             "tree_sitter_bash", "importlib.resources", "tempfile"}
+    rewritten, loaded = decide("git diff")  # first call: no rule cache yet, the full path writes it
+    assert rewritten and {"codeoid.compressors.command", "codeoid.compressors.loader"} <= loaded
+    assert not loaded & never
+    for command in ("git diff", "FOO=1 python -m pytest -x", "npx --yes jest --ci"):
+        assert decide(command)[0], command  # with the cache: still rewritten
+    rewritten, loaded = decide("echo hi && mkdir -p build")
+    assert not rewritten
+    assert not loaded & (never | {"tree_sitter", "codeoid.compressors.command", "codeoid.hooks.permissions",
+                                  "typing"})
+    assert not decide("echo \\\n hi")[0]  # a backslash: the full path decides (and finds no rule)
