@@ -36,14 +36,19 @@ tail = 3
 """
 
 
-@pytest.fixture
-def project(tmp_path: Path, codeoid_home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def seq_rule_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A project with the `test-seq` rule (and no user rules), as the current directory."""
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     root = tmp_path / "project"
     (root / ".codeoid" / "rules").mkdir(parents=True)
     (root / ".codeoid" / "rules" / "test.toml").write_text(RULES)
     monkeypatch.chdir(root)
     return root
+
+
+@pytest.fixture
+def project(tmp_path: Path, codeoid_home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    return seq_rule_project(tmp_path, monkeypatch)
 
 
 def seq_bytes(count: int) -> bytes:

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 from conftest import executable
-from test_compress_cli import RULES, Output, seq_bytes, wait_until_read
+from test_compress_cli import Output, seq_bytes, seq_rule_project, wait_until_read
 from test_mcp_server import Memory, serve
 
 from codeoid import paths
@@ -149,13 +149,7 @@ def test_a_pass_through_saves_nothing_and_codeoids_own_lines_count_against_it(tm
 
 @pytest.fixture
 def seq_project(tmp_path: Path, codeoid_home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A project with the `test-seq` rule of test_compress_cli, as the current directory."""
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
-    root = tmp_path / "project"
-    (root / ".codeoid" / "rules").mkdir(parents=True)
-    (root / ".codeoid" / "rules" / "test.toml").write_text(RULES)
-    monkeypatch.chdir(root)
-    return root
+    return seq_rule_project(tmp_path, monkeypatch)
 
 
 def test_a_run_cut_short_by_sigterm_counts_only_what_was_archived_and_printed(seq_project: Path) -> None:
