@@ -207,7 +207,7 @@ class FakeAnthropic:
         #: Answers to requests that consume no script; tests may replace them (e.g. JSON for a prompt hook).
         self.compaction_reply: ScriptItem = DEFAULT_SUMMARY
         self.side_reply: ScriptItem = "ok"
-        self.exhausted_count = 0
+        self.exhausted: list[RecordedRequest] = []  # requests that found their script empty
         self.errors: list[str] = []
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
@@ -263,8 +263,9 @@ class FakeAnthropic:
     def assert_script_consumed(self) -> None:
         """Fail unless every scripted reply was used, none was missing, and no callable raised."""
         problems = list(self.errors)
-        if self.exhausted_count:
-            problems.append(f"script exhausted: {self.exhausted_count} request(s) got no scripted reply")
+        if self.exhausted:
+            found = "; ".join(f"#{r.index} {r.kind} after {last_user_text(r.body)[-120:]!r}" for r in self.exhausted)
+            problems.append(f"script exhausted: {len(self.exhausted)} request(s) got no scripted reply ({found})")
         if self.remaining:
             problems.append(f"{self.remaining} scripted reply(ies) never requested")
         assert not problems, "; ".join(problems)
@@ -307,7 +308,7 @@ class FakeAnthropic:
                 if queue:
                     item = queue.popleft()
                 else:
-                    self.exhausted_count += 1
+                    self.exhausted.append(request)
                     item = EXHAUSTED_TEXT
             elif kind == "compaction":
                 item = self.compaction_reply
