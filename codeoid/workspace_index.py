@@ -77,8 +77,7 @@ def gather(db: sqlite3.Connection, workspace_id: int, *, vectors: VectorIndex | 
 def render_body(facts: dict[str, Any], *, budget: int | None = None) -> str:
     """The index without its tool reference, within `budget` characters (dropping list tails to fit)."""
     budget = budget if budget is not None else MAX_CHARS - len(_wrap("", tool_reference(_LONGEST_PREFIX)))
-    limits = [(HOT_FILES, len(facts["topics"]), RECENT_SESSIONS)]
-    limits += [(files, topics, recent) for files, topics, recent in ((6, 6, 3), (4, 4, 2), (3, 3, 1), (0, 0, 0))]
+    limits = [(HOT_FILES, len(facts["topics"]), RECENT_SESSIONS), (6, 6, 3), (4, 4, 2), (3, 3, 1), (0, 0, 0)]
     text = ""
     for files, topics, recent in limits:
         text = _render(facts, files, topics, recent)
