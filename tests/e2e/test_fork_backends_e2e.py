@@ -17,7 +17,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -152,18 +152,22 @@ def run(launch: Launch, home: Path, extra_env: dict[str, str]) -> subprocess.Com
     )
 
 
-def type_into_forked_session(
-    terminal: Terminal, api: ScriptedAPI, ready: str, turns: Sequence[Turn] = TURNS
-) -> RecordedRequest:
-    """Wait until the interactive CLI shows every forked prompt and then `ready`, type the new prompt, and
-    return the model request it causes."""
-    for turn in turns:
-        terminal.wait_for(turn.user, timeout=TUI_TIMEOUT)
-    terminal.wait_for(ready, timeout=TUI_TIMEOUT)
-    time.sleep(1)  # the composer takes keys a moment after it is drawn
-    terminal.type_line(TYPED_PROMPT)
-    found = wait_until(lambda: api.model_requests, timeout=TUI_TIMEOUT, message=terminal.screen_text)
-    assert isinstance(found, list)
+def type_into_forked_session(argv: Sequence[str], env: Mapping[str, str], cwd: str, api: ScriptedAPI, ready: str,
+                             turns: Sequence[Turn] = TURNS) -> RecordedRequest:
+    """Start the interactive CLI, wait until it shows every forked prompt and then `ready`, type the new prompt,
+    and wait for the scripted answer on screen; return the model request the prompt caused."""
+    terminal = Terminal(argv, env=env, cwd=cwd)
+    try:
+        for turn in turns:
+            terminal.wait_for(turn.user, timeout=TUI_TIMEOUT)
+        terminal.wait_for(ready, timeout=TUI_TIMEOUT)
+        time.sleep(1)  # the composer takes keys a moment after it is drawn
+        terminal.type_line(TYPED_PROMPT)
+        found = wait_until(lambda: api.model_requests, timeout=TUI_TIMEOUT, message=terminal.screen_text)
+        assert isinstance(found, list)
+        terminal.wait_for(ANSWER, timeout=TUI_TIMEOUT)
+    finally:
+        terminal.close()
     return found[0]
 
 
@@ -296,12 +300,8 @@ def test_interactive_codex_shows_the_forked_conversation_and_sends_it_with_the_n
     fake_openai.add(ANSWER)
 
     launch = codex.prepare(TURNS, cwd=workspace, mcp=mcp, home=codex_home, binary=codex_bin)
-    terminal = Terminal(launch.argv, env=launch_env(launch, tmp_path, CODEX_ENV), cwd=str(launch.cwd))
-    try:
-        request = type_into_forked_session(terminal, fake_openai, ready="Ask Codex to do anything")
-        terminal.wait_for(ANSWER, timeout=TUI_TIMEOUT)
-    finally:
-        terminal.close()
+    request = type_into_forked_session(launch.argv, launch_env(launch, tmp_path, CODEX_ENV), str(launch.cwd),
+                                       fake_openai, ready="Ask Codex to do anything")
     assert_codex_history(request, TYPED_PROMPT)
 
 
@@ -425,12 +425,8 @@ def test_interactive_gemini_shows_the_forked_conversation_and_sends_it_with_the_
     fake_gemini.add(ANSWER)
 
     launch = gemini.prepare(TURNS, cwd=workspace, mcp=mcp, home=tmp_path, binary=gemini_bin)
-    terminal = Terminal(launch.argv, env=launch_env(launch, tmp_path, gemini_env), cwd=str(launch.cwd))
-    try:
-        request = type_into_forked_session(terminal, fake_gemini, ready="Type your message")
-        terminal.wait_for(ANSWER, timeout=TUI_TIMEOUT)
-    finally:
-        terminal.close()
+    request = type_into_forked_session(launch.argv, launch_env(launch, tmp_path, gemini_env), str(launch.cwd),
+                                       fake_gemini, ready="Type your message")
     assert_gemini_history(request, TYPED_PROMPT)
 
 
@@ -536,13 +532,8 @@ def test_codeoid_fork_starts_the_cli_itself_on_the_forked_conversation_by_defaul
         ready = "Type your message"
     api.add(ANSWER)
     argv = [CODEOID, "fork", "durable-1", "--backend", backend]
-    terminal = Terminal(argv, env={**os.environ, "HOME": str(tmp_path), "TERM": "xterm-256color",
-                                   "CODEOID_VECTOR": "off", **env}, cwd=str(project))
-    try:
-        sent = type_into_forked_session(terminal, api, ready, turns)
-        terminal.wait_for(ANSWER, timeout=TUI_TIMEOUT)
-    finally:
-        terminal.close()
+    sent = type_into_forked_session(argv, {**os.environ, "HOME": str(tmp_path), "TERM": "xterm-256color",
+                                           "CODEOID_VECTOR": "off", **env}, str(project), api, ready, turns)
     if backend == "codex":
         shown = next(item for item in input_items(sent) if item.get("role") == "user")["content"][0]["text"]
         assert_codex_history(sent, TYPED_PROMPT, noticed(turns, shown, "mcp__codeoid.recall"))
