@@ -163,33 +163,32 @@ def wait_until_read(pipe: Any, timeout: float = 30) -> None:
     raise AssertionError("the compressor never read its input")
 
 
-def test_sigterm_prints_what_is_held_raw_at_once_and_exits(project: Path) -> None:
-    process = subprocess.Popen([executable("codeoid-compress"), "--command", "seq 1 100"], stdin=subprocess.PIPE,
-                               stdout=subprocess.PIPE)
+def terminated_after_reading(data: bytes, *args: str) -> tuple[bytes, int]:
+    """Run `codeoid-compress ARGS`, feed it `data` and send SIGTERM once it has read all of it, the pipe still
+    open; its stdout and exit status."""
+    process = subprocess.Popen([executable("codeoid-compress"), *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     assert process.stdin is not None and process.stdout is not None
-    process.stdin.write(seq_bytes(100))
+    process.stdin.write(data)
     process.stdin.flush()
     wait_until_read(process.stdin)
     process.send_signal(signal.SIGTERM)
-
-    assert process.stdout.read() == seq_bytes(100)
-    assert process.wait(timeout=10) == 128 + signal.SIGTERM
+    out = process.stdout.read()
+    status = process.wait(timeout=10)
     process.stdin.close()
+    return out, status
+
+
+def test_sigterm_prints_what_is_held_raw_at_once_and_exits(project: Path) -> None:
+    out, status = terminated_after_reading(seq_bytes(100), "--command", "seq 1 100")
+
+    assert out == seq_bytes(100)
+    assert status == 128 + signal.SIGTERM
 
 
 def test_sigterm_mid_stream_keeps_what_was_compressed_and_adds_the_rest_raw(project: Path) -> None:
-    process = subprocess.Popen([executable("codeoid-compress"), "--tool-use-id", "toolu_term", "--command", "seq"],
-                               stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-    assert process.stdin is not None and process.stdout is not None
-    process.stdin.write(seq_bytes(200_000))
-    process.stdin.flush()
-    wait_until_read(process.stdin)
-    process.send_signal(signal.SIGTERM)
-    out = process.stdout.read().decode()
-    process.wait(timeout=10)
-    process.stdin.close()
+    out, _ = terminated_after_reading(seq_bytes(200_000), "--tool-use-id", "toolu_term", "--command", "seq")
 
-    lines = out.splitlines()
+    lines = out.decode().splitlines()
     assert lines[:5] == ["1", "2", "3", "4", "5"]
     assert "200000" in lines and "raw-toolu_term" in lines[-1]
     assert archived_stdout("raw-toolu_term") == seq_bytes(200_000)

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 from conftest import executable
-from test_compress_cli import Output, seq_bytes, seq_rule_project, wait_until_read
+from test_compress_cli import Output, seq_bytes, seq_rule_project, terminated_after_reading
 from test_mcp_server import Memory, serve
 
 from codeoid import paths
@@ -153,16 +153,8 @@ def seq_project(tmp_path: Path, codeoid_home: Path, monkeypatch: pytest.MonkeyPa
 
 
 def test_a_run_cut_short_by_sigterm_counts_only_what_was_archived_and_printed(seq_project: Path) -> None:
-    process = subprocess.Popen([executable("codeoid-compress"), "--tool-use-id", "toolu_term", "--command", "seq"],
-                               stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-    assert process.stdin is not None and process.stdout is not None
-    process.stdin.write(seq_bytes(200_000))
-    process.stdin.flush()
-    wait_until_read(process.stdin)
-    process.send_signal(signal.SIGTERM)
-    out = process.stdout.read()
-    assert process.wait(timeout=10) == 128 + signal.SIGTERM
-    process.stdin.close()
+    out, status = terminated_after_reading(seq_bytes(200_000), "--tool-use-id", "toolu_term", "--command", "seq")
+    assert status == 128 + signal.SIGTERM
 
     (account,) = gain("--all-workspaces", cwd=seq_project)["by_rule"]
     archived = len(plain(executable("codeoid"), "show", "raw-toolu_term", "--raw", cwd=seq_project))
