@@ -54,13 +54,17 @@ class IndexBuilder:
         self.project_dir = project_dir
         self.vectors = vectors
         self.schedule = Schedule()
+        self.workspace_id: int | None = None  # found once: a workspace's row never changes
 
     def check(self, now: float | None = None) -> int | None:
         """Rebuild if due; the version built, else None."""
         now = time.time() if now is None else now
-        workspace_id = queries.workspace_id_for(self.db, self.project_dir)
-        if workspace_id is None:
-            return None  # nothing stored for this workspace yet
+        if self.workspace_id is None:
+            # Identifying the workspace walks the directory tree and reads git's config: once, not every poll.
+            self.workspace_id = queries.workspace_id_for(self.db, self.project_dir)
+            if self.workspace_id is None:
+                return None  # nothing stored for this workspace yet
+        workspace_id = self.workspace_id
         new, newest = stored_index.activity_since(self.db, workspace_id, self.schedule.built_upto)
         if not self.schedule.due(now, new):
             return None

@@ -28,6 +28,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from codeoid.privacy import Policy
     from codeoid.vector_index import VectorIndex
 
 OPEN, CLOSE = "<codeoid_memory>", "</codeoid_memory>"
@@ -55,6 +56,9 @@ def build(db: sqlite3.Connection, workspace_id: int, *, vectors: VectorIndex | N
 
 def gather(db: sqlite3.Connection, workspace_id: int, *, vectors: VectorIndex | None) -> dict[str, Any]:
     """Everything the index says, as plain JSON-able data (also what deltas compare)."""
+    from codeoid.privacy import Policy
+
+    policy = Policy.from_env()
     root = db.execute("SELECT root FROM workspaces WHERE id = ?", (workspace_id,)).fetchone()[0]
     count, sessions, first, last, newest = db.execute(
         f"""SELECT count(*), count(DISTINCT session_id), min(created_at), max(created_at), coalesce(max(id), 0)
@@ -68,9 +72,9 @@ def gather(db: sqlite3.Connection, workspace_id: int, *, vectors: VectorIndex | 
         "first_at": first,
         "last_at": last,
         "newest_episode": newest,
-        "hot_files": _hot_files(db, workspace_id, root),
+        "hot_files": _hot_files(db, workspace_id, root, policy),
         "topics": _topics(db, workspace_id, vectors) if vectors is not None else [],
-        "recent_sessions": _recent_sessions(db, workspace_id),
+        "recent_sessions": _recent_sessions(db, workspace_id, policy),
     }
 
 
@@ -174,10 +178,7 @@ def _dump(facts: dict[str, Any]) -> str:
     return json.dumps(facts, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
 
 
-def _hot_files(db: sqlite3.Connection, workspace_id: int, root: str) -> list[list[Any]]:
-    from codeoid.privacy import Policy
-
-    policy = Policy.from_env()
+def _hot_files(db: sqlite3.Connection, workspace_id: int, root: str, policy: Policy) -> list[list[Any]]:
     rows = db.execute(
         f"""SELECT p.value, count(*) AS touches FROM episodes e, json_each(e.paths) p
             WHERE e.workspace_id = ? AND e.kind = 'tool' AND e.state != 'retracted' AND e.paths LIKE '[_%'
@@ -195,10 +196,7 @@ def _hot_files(db: sqlite3.Connection, workspace_id: int, root: str) -> list[lis
     return [[name, touches] for name, touches in ranked[:HOT_FILES]]
 
 
-def _recent_sessions(db: sqlite3.Connection, workspace_id: int) -> list[dict[str, Any]]:
-    from codeoid.privacy import Policy
-
-    policy = Policy.from_env()
+def _recent_sessions(db: sqlite3.Connection, workspace_id: int, policy: Policy) -> list[dict[str, Any]]:
     rows = db.execute(
         f"""SELECT s.id, s.name, s.turn_count, s.rotation_count, s.forked_from, s.at_turn,
                    max(e.created_at) AS last_at,
