@@ -107,10 +107,7 @@ def _deliver_waiting_seed(db: sqlite3.Connection, owner: Owner, event: SpooledEv
 def _memory_index(db: sqlite3.Connection, owner: Owner, event: SpooledEvent) -> str | None:
     """The prebuilt workspace index, whole, for a window that starts (or restarts after /clear or compaction)."""
     stored = stored_index.latest(db, owner.workspace_id) if _live(event) else None
-    if stored is None:
-        return None
-    stored_index.mark_shown(db, owner.backing_session_id, owner.workspace_id, stored, event.received_at)
-    return workspace_index.for_window(stored, _tool_prefix(event))
+    return _show_whole(db, owner, event, stored) if stored is not None else None
 
 
 def _memory_delta(db: sqlite3.Connection, owner: Owner, event: SpooledEvent) -> str | None:
@@ -121,13 +118,18 @@ def _memory_delta(db: sqlite3.Connection, owner: Owner, event: SpooledEvent) -> 
         return None
     seen = stored_index.view(db, owner.backing_session_id)
     if seen is None:
-        return _memory_index(db, owner, event)
+        return _show_whole(db, owner, event, stored)
     if seen[0] == stored.version:
         return None
     text = workspace_index.delta(db, seen[1], stored, workspace_id=owner.workspace_id, session_id=owner.session_id)
     if text is not None:
         stored_index.mark_shown(db, owner.backing_session_id, owner.workspace_id, stored, event.received_at)
     return text
+
+
+def _show_whole(db: sqlite3.Connection, owner: Owner, event: SpooledEvent, stored: stored_index.Stored) -> str:
+    stored_index.mark_shown(db, owner.backing_session_id, owner.workspace_id, stored, event.received_at)
+    return workspace_index.for_window(stored, _tool_prefix(event))
 
 
 def _tool_prefix(event: SpooledEvent) -> str:
