@@ -33,7 +33,7 @@ from codeoid.compressors.rules import Rule, RuleError, rule_from_table
 if TYPE_CHECKING:
     from codeoid.compressors.rule_files import Layer, Plain
 
-__all__ = ["BUILTIN_DIR", "RuleSet", "default_user_dir", "load_rules", "read_rule_file"]
+__all__ = ["BUILTIN_DIR", "RuleSet", "default_user_dir", "load_rules", "read_rule_file", "rule_set"]
 
 
 class RuleSet(NamedTuple):
@@ -74,6 +74,11 @@ def load_rules(*, project_dir: str | os.PathLike[str] | None = None,
         plain = _build(layers)
         if path is not None:
             write_cache(path, signature, plain)
+    return rule_set(plain)
+
+
+def rule_set(plain: Plain) -> RuleSet:
+    """The rules of a plain (cached) form, as `load_rules` returns them."""
     rules_plain, errors_plain = plain
     return RuleSet(
         rules=tuple(Rule.from_plain(rule) for rule in rules_plain),

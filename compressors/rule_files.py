@@ -1,9 +1,10 @@
 """Where rule files live and their compiled cache: the part of rule loading that needs only `os` and `marshal`.
 
 The rewrite hook runs before every Bash call. Most commands (`echo`, `mkdir`, `python script.py`) name no program
-any rule applies to, and `programs_in_cache` lets the hook see that from the cache alone, before it imports the
-shell parser, the rule engine or even `typing`. Everything here is plain data; `codeoid.compressors.loader` builds
-and checks the rules.
+any rule applies to, and `current_cache` with `programs_of` lets the hook see that from the cache alone, before
+it imports the shell parser, the rule engine or even `typing`; the same cache then gives it the rules
+(`loader.rule_set`) without a second read. Everything here is plain data; `codeoid.compressors.loader` builds and
+checks the rules.
 """
 
 from __future__ import annotations
@@ -85,13 +86,15 @@ def write_cache(path: str, signature: Signature, plain: Plain) -> None:
         pass
 
 
-def programs_in_cache(*, project_dir: str, cache_dir: str) -> frozenset[str] | None:
-    """Every program name an enabled rule matches on, read from a current cache; None when there is none yet
-    (the caller then takes the full path, which writes it)."""
+def current_cache(*, project_dir: str, cache_dir: str) -> Plain | None:
+    """The cached rules for a project when the cache is current; None when there is none yet (the caller then
+    loads through `codeoid.compressors.loader`, which writes it)."""
     signature = layers_signature(rule_layers(project_dir=project_dir))
-    plain = read_cache(cache_path(cache_dir, signature), signature)
-    if plain is None:
-        return None
+    return read_cache(cache_path(cache_dir, signature), signature)
+
+
+def programs_of(plain: Plain) -> frozenset[str]:
+    """Every program name an enabled rule matches on."""
     return frozenset(program for rule in plain[0] if rule["enabled"]
                      for match in rule["match"] for program in match["program"])
 

@@ -83,7 +83,10 @@ def rewrite(payload: dict[str, Any], env: Mapping[str, str]) -> dict[str, Any] |
         return None
     project_dir = env.get("CLAUDE_PROJECT_DIR") or _str(payload.get("cwd")) or os.getcwd()
     cache_dir = paths.cache_dir()
-    if not _may_name_a_rule_program(command, project_dir, cache_dir):
+    from codeoid.compressors.rule_files import current_cache, programs_of
+
+    cached = current_cache(project_dir=project_dir, cache_dir=cache_dir)
+    if cached is not None and not _may_name_a_rule_program(command, programs_of(cached)):
         return None  # decided with `os` and `marshal` alone: most commands stop here
     from codeoid import bash_wrapper
     from codeoid.hook_table import installed_executable
@@ -104,7 +107,7 @@ def rewrite(payload: dict[str, Any], env: Mapping[str, str]) -> dict[str, Any] |
     if not permissions.could_allow(mode, rules):
         return None  # decided before the parser and the rules are even imported: the common case is cheap
     from codeoid.compressors import command as shell_command
-    from codeoid.compressors.loader import load_rules
+    from codeoid.compressors.loader import load_rules, rule_set
     from codeoid.hooks import shell_facts
 
     parsed = shell_command.parse(command)
@@ -113,7 +116,8 @@ def rewrite(payload: dict[str, Any], env: Mapping[str, str]) -> dict[str, Any] |
     facts = shell_facts.read(command)
     if not facts.understood or _unsafe_to_wrap(command, facts):
         return None
-    rule = load_rules(project_dir=project_dir, cache_dir=cache_dir).match(parsed.invocation)
+    rule_book = rule_set(cached) if cached is not None else load_rules(project_dir=project_dir, cache_dir=cache_dir)
+    rule = rule_book.match(parsed.invocation)
     if rule is None or not permissions.may_allow(command, facts, mode, rules):
         return None
     home = paths.data_dir_location() if env.get("CODEOID_HOME") else None
@@ -130,20 +134,15 @@ def rewrite(payload: dict[str, Any], env: Mapping[str, str]) -> dict[str, Any] |
     }
 
 
-def _may_name_a_rule_program(command: str, project_dir: str, cache_dir: str) -> bool:
-    """False only when no word of `command` is a program some rule matches on, so no rule can apply.
+def _may_name_a_rule_program(command: str, programs: frozenset[str]) -> bool:
+    """False only when no word of `command` is one of `programs`, so no rule can apply.
 
     Rules match the resolved program's basename (after `VAR=x` prefixes, launchers, pipelines), and that name
     is always one of the command's words once quotes and shell punctuation are taken away; a backslash could
     spell it some other way, so a command with one is never ruled out. Without a current rule cache (the first
-    call, or rule files just edited) nothing is ruled out and the full path rebuilds the cache.
+    call, or rule files just edited) the caller rules nothing out and the full path rebuilds the cache.
     """
-    from codeoid.compressors.rule_files import programs_in_cache
-
     if "\\" in command:
-        return True
-    programs = programs_in_cache(project_dir=project_dir, cache_dir=cache_dir)
-    if programs is None:
         return True
     words = command.translate(_SHELL_PUNCTUATION).split()
     return any(os.path.basename(word) in programs for word in words)
