@@ -12,7 +12,7 @@ import sqlite3
 import time
 from collections.abc import Callable
 
-from codeoid import transcript, workspace_index
+from codeoid import prompt_kinds, transcript, workspace_index
 from codeoid.rotation import handoff, notice, rundir, seed
 from codeoid.spool import SpooledEvent
 from codeoid.store import capture
@@ -172,13 +172,17 @@ def user_prompt_submit(db: sqlite3.Connection, event: SpooledEvent) -> str | Non
     source = _str(event.payload, "source")
     prompt_id = _str(event.payload, "prompt_id")
     seed_text, prompt = seed.split_seeded(_str(event.payload, "prompt") or "")
-    capture.add_user_turn(
-        db, owner, prompt=prompt, prompt_id=prompt_id,
-        origin="user" if source in USER_SOURCES else (source or "user"), now=event.received_at,
-    )
+    capture.add_user_turn(db, owner, prompt=prompt, prompt_id=prompt_id, origin=_prompt_origin(prompt, source),
+                          now=event.received_at)
     if seed_text is not None:
         capture.add_seed(db, owner, text=seed_text, prompt_id=prompt_id, now=event.received_at)
     return _context("UserPromptSubmit", _memory_delta(db, owner, event))
+
+
+def _prompt_origin(prompt: str, source: str | None) -> str:
+    if prompt_kinds.is_task_notification(prompt):
+        return prompt_kinds.TASK_NOTIFICATION_ORIGIN
+    return "user" if source in USER_SOURCES else (source or "user")
 
 
 def post_tool_use(db: sqlite3.Connection, event: SpooledEvent) -> str | None:

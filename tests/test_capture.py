@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from conftest import run_hook
 
-from codeoid.store import db, queries
+from codeoid.store import db, queries, rotations
 
 
 class Session:
@@ -95,6 +95,37 @@ def test_the_last_message_waits_for_the_lagging_transcript_and_is_never_doubled(
     session.fire("SessionEnd", reason="other")
     session.fire("Stop", last_assistant_message="Hello!")  # a retried hook
     assert [(row["message_id"], row["text"]) for row in episodes("assistant")] == [("msg_9", "Hello!")]
+
+
+def test_a_prompt_typed_while_the_turn_runs_is_kept_in_that_turn(codeoid_home: Path, project: Path) -> None:
+    session = Session(project)
+    session.fire("UserPromptSubmit", prompt="run the slow tests", prompt_id="p1")
+    # Claude Code hands a prompt typed mid-turn to the model inside the running turn, under that turn's prompt_id.
+    session.fire("UserPromptSubmit", prompt="and skip the network ones", prompt_id="p1")
+    session.fire("UserPromptSubmit", prompt="and skip the network ones", prompt_id="p1")  # a retried hook
+    session.fire("UserPromptSubmit", prompt="run the slow tests", prompt_id="p1")  # a retried hook
+    session.fire("UserPromptSubmit", prompt="now the fast ones", prompt_id="p2")
+
+    users = [(row["turn"], row["text"]) for row in episodes("user")]
+    assert users == [(1, "run the slow tests"), (1, "and skip the network ones"), (2, "now the fast ones")]
+
+
+def test_a_background_agents_notification_is_stored_but_is_not_the_users_turn(
+    codeoid_home: Path, project: Path
+) -> None:
+    session = Session(project)
+    session.fire("UserPromptSubmit", prompt="survey the parser", prompt_id="p1")
+    notification = "<task-notification>\n<task-id>a91d</task-id>\n<result>3 parsers</result>\n</task-notification>"
+    session.fire("UserPromptSubmit", prompt=notification, prompt_id="p2")
+
+    stored = [(row["turn"], row["origin"], row["text"]) for row in episodes("user")]
+    assert stored == [(1, "user", "survey the parser"), (2, "task-notification", notification)]
+    connection = db.connect()
+    try:
+        last = rotations.last_user_turn(connection, episodes()[0]["session_id"])
+        assert last is not None and last.text == "survey the parser"
+    finally:
+        connection.close()
 
 
 def test_text_blocks_of_one_message_make_one_episode(codeoid_home: Path, project: Path) -> None:

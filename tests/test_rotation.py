@@ -121,6 +121,20 @@ def test_a_seeded_first_message_counts_as_one_prompt_whose_text_is_the_users(tmp
     assert sensor.reading.prompts == 1 and sensor.reading.last_prompt == "the new prompt"
 
 
+NOTIFICATION = ("<task-notification>\n<task-id>a91d</task-id>\n<status>completed</status>\n"
+                "<result>the survey found 3 files</result>\n</task-notification>")
+
+
+def test_a_background_agents_notification_is_no_prompt_of_the_user(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    told = {**_prompt("p2", NOTIFICATION), "origin": {"kind": "task-notification"}, "promptSource": "system"}
+    _write_lines(path, [_prompt("p1", "survey the repo"), _assistant("m1", 1_000), told, _assistant("m2", 2_000),
+                        _prompt("p3", NOTIFICATION.replace("a91d", "b22e"))])  # an older format, text alone
+    sensor = TranscriptSensor(str(path))
+    sensor.poll()
+    assert (sensor.reading.prompts, sensor.reading.last_prompt, sensor.reading.tokens) == (1, "survey the repo", 2_000)
+
+
 def test_a_turn_is_open_until_its_stop_hooks_have_run(tmp_path: Path) -> None:
     path = tmp_path / "t.jsonl"
     _write_lines(path, [_prompt("p1", "go"), _assistant("m1", 1_000)])
@@ -293,6 +307,12 @@ def test_a_slash_command_is_never_handed_over(run_dir: str) -> None:
 def test_a_prompt_goes_through_when_no_rotation_is_due_here(run_dir: str, state: dict[str, Any]) -> None:
     _state(run_dir, **state)
     assert handoff.on_user_prompt(_payload("go on"), {rundir.RUN_DIR_ENV: run_dir}) is None
+    assert rundir.take_inbox(run_dir) == []
+
+
+def test_a_background_agents_notification_is_never_handed_over(run_dir: str) -> None:
+    _state(run_dir)
+    assert handoff.on_user_prompt(_payload(NOTIFICATION), {rundir.RUN_DIR_ENV: run_dir}) is None
     assert rundir.take_inbox(run_dir) == []
 
 

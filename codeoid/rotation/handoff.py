@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 
+from codeoid.prompt_kinds import is_task_notification
 from codeoid.rotation import rundir
 from codeoid.rotation.seed import split_seeded
 
@@ -46,6 +47,8 @@ def on_user_prompt(payload: dict[str, Any], environ: Any) -> str | None:
         return block("codeoid: rotating into a fresh window now; it will wait for your next prompt.")
     if not supervised or run_dir is None or not isinstance(prompt, str) or prompt.lstrip().startswith("/"):
         return None  # a slash command acts on this window; the rotation waits for the next plain prompt
+    if is_task_notification(prompt):
+        return None  # a background agent reporting back: the rotation waits for the user
     state = rundir.read(run_dir, rundir.STATE)
     if not due_here(state, payload) or split_seeded(prompt)[0] is not None:
         return None

@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from codeoid import transcript
+from codeoid.prompt_kinds import is_task_notification
 from codeoid.rotation.seed import split_seeded
 
 TYPE_CHECKING = False
@@ -157,14 +158,17 @@ def _prompt_text(record: dict[str, Any]) -> str | None:
 
 
 def _is_prompt(record: dict[str, Any]) -> bool:
-    """A prompt the user (or the supervisor, for the seeded first message) sent, not a tool result or a meta
-    line such as stop-hook feedback or a compaction summary."""
+    """A prompt the user (or the supervisor, for the seeded first message) sent, not a tool result, a background
+    agent's task notification, or a meta line such as stop-hook feedback or a compaction summary."""
     if record.get("isMeta") or record.get("isCompactSummary") or record.get("toolUseResult") is not None:
         return False
+    origin = record.get("origin")
+    if isinstance(origin, dict) and origin.get("kind") == "task-notification":
+        return False  # a background agent reporting back opens a turn, but nobody typed it
     message = record.get("message")
     content = message.get("content") if isinstance(message, dict) else None
     if isinstance(content, str):
-        return True
+        return not is_task_notification(content)
     return isinstance(content, list) and not any(
         isinstance(block, dict) and block.get("type") == "tool_result" for block in content
     )

@@ -6,6 +6,7 @@ that is retried, replayed from the spool or fired twice never makes a second epi
 
 from __future__ import annotations
 
+import hashlib
 import os
 import sqlite3
 
@@ -15,6 +16,9 @@ from codeoid.workspace import WorkspaceId
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
+
+#: Between a turn's `prompt_id` and the digest of a prompt typed into that turn while it ran.
+MID_TURN_SEPARATOR = "#"
 
 
 class Owner:
@@ -90,17 +94,42 @@ def current_turn(db: sqlite3.Connection, owner: Owner) -> int:
 def add_user_turn(
     db: sqlite3.Connection, owner: Owner, *, prompt: str, prompt_id: str | None, origin: str, now: float
 ) -> int | None:
-    """Store a user prompt and open its turn; None when this prompt was stored already."""
-    key = prompt_id or f"unkeyed-{os.urandom(16).hex()}"
-    if db.execute("SELECT 1 FROM episodes WHERE kind = 'user' AND prompt_id = ?", (key,)).fetchone():
+    """Store a user prompt; None when this prompt was stored already.
+
+    A prompt with a new `prompt_id` opens a turn. A prompt the user typed while a turn was running reaches the
+    hook with that turn's `prompt_id` (Claude Code hands it to the model mid-turn), so it is stored in the open
+    turn under the id and a digest of its text: a second prompt is never mistaken for a replay of the first.
+    """
+    text = render.clean_text(prompt)
+    if prompt_id is None:
+        return _insert_user(db, owner, key=f"unkeyed-{os.urandom(16).hex()}", text=text, origin=origin, now=now)
+    same_turn = db.execute(
+        "SELECT turn, text FROM episodes WHERE kind = 'user' AND (prompt_id = ? OR (prompt_id > ? AND prompt_id < ?))",
+        (prompt_id, prompt_id + MID_TURN_SEPARATOR, prompt_id + chr(ord(MID_TURN_SEPARATOR) + 1)),
+    ).fetchall()
+    if not same_turn:
+        return _insert_user(db, owner, key=prompt_id, text=text, origin=origin, now=now)
+    if any(stored == text for _, stored in same_turn):
         return None
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return _insert(
+        db, owner, turn=int(same_turn[0][0]), kind="user", prompt_id=f"{prompt_id}{MID_TURN_SEPARATOR}{digest}",
+        text=text, origin=origin, summary=render.text_summary("user", text), now=now,
+    )
+
+
+def turn_key(key: str) -> str:
+    """The Claude Code id an episode key stands for (a mid-turn prompt's key carries a digest after the id)."""
+    return key.partition(MID_TURN_SEPARATOR)[0]
+
+
+def _insert_user(db: sqlite3.Connection, owner: Owner, *, key: str, text: str, origin: str, now: float) -> int:
     turn = current_turn(db, owner) + 1
     db.execute("UPDATE sessions SET turn_count = ? WHERE id = ?", (turn, owner.session_id))
     db.execute(
         "INSERT INTO turns (session_id, number, backing_session_id, started_at) VALUES (?, ?, ?, ?)",
         (owner.session_id, turn, owner.backing_session_id, now),
     )
-    text = render.clean_text(prompt)
     return _insert(
         db, owner, turn=turn, kind="user", prompt_id=key, text=text, origin=origin,
         summary=render.text_summary("user", text), now=now,
@@ -237,7 +266,7 @@ def archive_live(
         " WHERE backing_session_id = ? AND state = 'live'",
         (backing_session_id,),
     ).fetchall()
-    ids = [(row[0],) for row in rows if row[1] not in keep]
+    ids = [(row[0],) for row in rows if row[1] is None or turn_key(row[1]) not in keep]
     db.executemany("UPDATE episodes SET state = 'archived' WHERE id = ?", ids)
     return len(ids)
 

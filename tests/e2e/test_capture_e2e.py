@@ -10,6 +10,7 @@ import json
 import os
 import shlex
 import sqlite3
+import time
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ import pytest
 
 from .fake_anthropic import Reply, Text, ToolUse, bash
 from .rig import ClaudeRig
+from .tui import wait_until
 
 
 def tee_hook(log: Path) -> dict[str, Any]:
@@ -117,3 +119,28 @@ def test_a_session_is_registered_with_its_claude_pid_and_closed_at_the_end(rig: 
     assert backing_id == run.session_id
     assert source == "startup" and pid and pid != os.getpid()
     assert ended_at is not None and reason == "other"
+
+
+@pytest.mark.e2e
+def test_a_prompt_typed_while_claude_works_is_stored_in_the_running_turn(rig: ClaudeRig) -> None:
+    """The real TUI hands a prompt typed mid-turn to the model inside that turn, with the turn's own prompt id."""
+    rig.install_codeoid()
+    term = rig.supervise()
+    term.wait_for("codeoid ctx", timeout=60)
+    slow = bash("sleep 8; echo slow-step-done", "the slow step")
+    rig.api.add(Reply([slow]), "Done, and the network tests were skipped.")
+    term.type_line("run the slow step")
+    wait_until(lambda: rig.api.main_requests, timeout=60, message="the first request")
+    time.sleep(2)  # the Bash call is running now
+    term.type_line("also skip the network tests")
+    term.wait_for("Done, and the network tests were skipped.", timeout=60)
+
+    answered = rig.api.main_requests[-1]
+    assert "also skip the network tests" in json.dumps(answered.messages), "the prompt was meant to arrive mid-turn"
+    def user_turns() -> list[tuple[int, str, str]]:
+        return [(e["turn"], e["origin"], e["text"]) for e in stored_episodes(rig) if e["kind"] == "user"]
+
+    wait_until(lambda: len(user_turns()) >= 2, timeout=10, message="a second prompt in the store")
+    users = user_turns()
+    assert users == [(1, "user", "run the slow step"), (1, "user", "also skip the network tests")]
+    rig.api.assert_script_consumed()

@@ -173,7 +173,12 @@ def test_a_subagent_reporting_huge_usage_causes_no_rotation(rig: ClaudeRig) -> N
 
     for n in range(1, 5):
         turn(rig, term, f"p{n}", small(f"r{n}"))
-    turn(rig, term, "p5", Reply([agent], usage=Usage(input_tokens=30_000)), small("r5 after the agent", 31_000))
+    # Claude Code runs the agent in the background and reports its end as a turn of its own, which nobody typed.
+    rig.api.add(Reply([agent], usage=Usage(input_tokens=30_000)), small("r5 after the agent", 31_000),
+                small("r5 the survey is back", 31_500))
+    term.type_line("p5")
+    term.wait_for("r5 the survey is back", timeout=60)
+    rig.wait_for_state(lambda state: state["prompts"] == 5 and state["tokens"] == 31_500)
     turn(rig, term, "p6", small("r6", 32_000))
     turn(rig, term, "p7", small("r7 in the same window", 33_000))
 
@@ -182,6 +187,10 @@ def test_a_subagent_reporting_huge_usage_causes_no_rotation(rig: ClaudeRig) -> N
     assert state is not None and state["due"] is None and state["prompts"] == 7
     assert store(rig, "SELECT count(*) FROM rotations") == [(0,)]
     rig.api.assert_script_consumed()
+    users = store(rig, "SELECT origin, text FROM episodes WHERE kind = 'user' ORDER BY id")
+    assert [text for origin, text in users if origin == "user"] == [f"p{n}" for n in range(1, 8)]
+    assert [origin for origin, text in users if "<result>the subagent read a lot</result>" in text] \
+        == ["task-notification"]
 
 
 @pytest.mark.e2e
