@@ -7,14 +7,13 @@ import json
 import os
 import sqlite3
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
 from click.testing import CliRunner
 from conftest import executable
 from test_capture import Session, assistant_line, text
-from test_mcp_server import serve
+from test_mcp_server import Memory, serve
 
 from codeoid import bash_wrapper
 from codeoid.cli import cli
@@ -296,7 +295,7 @@ def test_recall_in_a_fork_tells_inherited_history_from_the_parents_later_turns(
                                       " WHERE s.forked_from = 'durable-1'").fetchone()
     connection.close()
 
-    found = serve(SimpleNamespace(project=project, home=codeoid_home),
+    found = serve(Memory(codeoid_home, project),
                   ("recall", {"query": "words lines", "limit": 10}), env={"CLAUDE_CODE_SESSION_ID": resume_id})[0]
 
     assert not found.is_error

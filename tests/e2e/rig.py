@@ -350,6 +350,11 @@ class ClaudeRig:
             terminal.close()
         self.kill_own_processes()
 
+    def codeoid_log(self, chars: int = 3000) -> str:
+        """The tail of codeoid's own log, where a hook that stepped aside says why (for assertion messages)."""
+        path = self.codeoid_home / "logs" / "codeoid.log"
+        return path.read_text(errors="replace")[-chars:] if path.exists() else "(codeoid wrote no log)"
+
     # -- reading Claude Code's own files ---------------------------------------------------------------
 
     def transcript(self, session_id: str) -> list[dict[str, Any]]:

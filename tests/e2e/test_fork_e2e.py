@@ -99,7 +99,8 @@ def test_fork_carries_the_parents_turns_as_messages_and_recalls_its_episodes(rig
     parent_episodes = rows(rig, "SELECT * FROM episodes ORDER BY id")
     parent_transcript = next((rig.home / ".claude" / "projects").glob(f"*/{parent_claude_id}.jsonl")).read_bytes()
     seen = transcript_results(rig, parent_claude_id)
-    assert "[codeoid]" in seen[listing.id][0], "the listing was meant to be compressed"
+    assert "[codeoid]" in seen[listing.id][0], (f"the listing was meant to be compressed; PreToolUse answered "
+                                                f"{first.hook_responses('PreToolUse')}\n{rig.codeoid_log()}")
 
     recall = ToolUse(name="mcp__codeoid__recall", input={"query": "zebra quartz alpha files"})
     rig.api.add(Reply([Text("Checking memory."), recall]), "The fork knows about alpha.")

@@ -24,6 +24,13 @@ _WHITESPACE = re.compile(r"\s+")
 _ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]|[\x00-\x08\x0e-\x1f]")
 
 
+def at_a_persons_terminal(env: Mapping[str, str]) -> dict[str, str]:
+    """`env` without the variables that tell a program it runs in CI: a person at a terminal has none, and with
+    them Gemini CLI refuses interactive mode (`CI=true`) and Ink-based TUIs stop redrawing."""
+    return {name: value for name, value in env.items()
+            if name not in ("CI", "CONTINUOUS_INTEGRATION", "GITHUB_ACTIONS") and not name.startswith("CI_")}
+
+
 class TerminalTimeout(AssertionError):
     """What the test waited for did not appear in time; the message carries the screen's tail."""
 
@@ -38,7 +45,7 @@ class Terminal:
         if pid == 0:  # the child: become the program, or say why not
             try:
                 os.chdir(cwd)
-                os.execvpe(self.argv[0], self.argv, dict(env))
+                os.execvpe(self.argv[0], self.argv, at_a_persons_terminal(env))
             except BaseException as error:  # noqa: BLE001 - the child must never return into pytest
                 os.write(2, f"exec {self.argv[0]} failed: {error}\n".encode())
             os._exit(127)
