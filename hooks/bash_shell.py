@@ -32,7 +32,10 @@ def wrappable_bash(env: Mapping[str, str], cache_dir: str) -> bool:
             return file.read() == "ok"
     except OSError:
         pass
-    verdict = "ok" if _version(shell) >= MINIMUM else "too old"
+    version = _version(shell)
+    if version is None:
+        return False  # asking failed (a loaded machine, a signal): step aside this once, ask again next time
+    verdict = "ok" if version >= MINIMUM else "too old"
     try:
         os.makedirs(cache_dir, mode=0o700, exist_ok=True)
         temporary = f"{marker}.{os.getpid()}.tmp"
@@ -44,7 +47,8 @@ def wrappable_bash(env: Mapping[str, str], cache_dir: str) -> bool:
     return verdict == "ok"
 
 
-def _version(shell: str) -> tuple[int, int]:
+def _version(shell: str) -> tuple[int, int] | None:
+    """The bash version, or None when the shell did not answer (that is not remembered as "too old")."""
     import subprocess  # only on a cache miss: it costs every other call milliseconds to import
 
     try:
@@ -53,4 +57,4 @@ def _version(shell: str) -> tuple[int, int]:
         major, minor = completed.stdout.split()
         return int(major), int(minor)
     except (OSError, ValueError, subprocess.SubprocessError):
-        return (0, 0)
+        return None

@@ -21,7 +21,7 @@ import pytest
 from conftest import executable, run_hook
 
 from codeoid import bash_wrapper
-from codeoid.hooks import permissions, shell_facts
+from codeoid.hooks import bash_shell, permissions, shell_facts
 from codeoid.hooks.permissions import Rules
 
 SEQ_RULE = """
@@ -452,3 +452,27 @@ def test_the_rewrite_decides_without_loading_the_compression_engine(tmp_path: Pa
     assert not loaded & (never | {"tree_sitter", "codeoid.compressors.command", "codeoid.hooks.permissions",
                                   "typing"})
     assert not decide("echo \\\n hi")[0]  # a backslash: the full path decides (and finds no rule)
+
+
+def fake_bash(directory: Path, script: str) -> str:
+    """An executable named `bash` that answers the version question with `script` (a /bin/sh body)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / "bash"
+    path.write_text(f"#!/bin/sh\n{script}\n")
+    path.chmod(0o755)
+    return str(path)
+
+
+def test_a_bash_older_than_4_4_is_not_wrapped_and_that_is_remembered(tmp_path: Path) -> None:
+    shell = fake_bash(tmp_path / "old", 'echo "3 2"')
+    cache = tmp_path / "cache"
+    assert not bash_shell.wrappable_bash({"SHELL": shell}, str(cache))
+    assert [marker.read_text() for marker in cache.iterdir()] == ["too old"]
+    assert bash_shell.wrappable_bash({"SHELL": "/bin/bash"}, str(cache))
+
+
+def test_a_bash_that_does_not_answer_is_not_wrapped_this_time_only(tmp_path: Path) -> None:
+    shell = fake_bash(tmp_path / "mute", "exit 1")
+    cache = tmp_path / "cache"
+    assert not bash_shell.wrappable_bash({"SHELL": shell}, str(cache))
+    assert not cache.exists() or list(cache.iterdir()) == []
