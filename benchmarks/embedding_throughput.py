@@ -110,7 +110,7 @@ def query_latency(vectors: int, queries: int) -> dict[str, float]:
 
         try:
             workspace = "github.com/example/benchmark"
-            index = VectorIndex()
+            index = VectorIndex(store="benchmark")
             embedder = MiniLMEmbedder()
             made = episodes(300, seed=9)
             real = [Chunk(i, n, 1, 1, chunk) for i, (_, text) in enumerate(made)
@@ -125,9 +125,10 @@ def query_latency(vectors: int, queries: int) -> dict[str, float]:
                 block /= np.linalg.norm(block, axis=1, keepdims=True)
                 ids = range(100_000 + start, 100_000 + start + size)
                 collection.upsert(
-                    ids=[f"{i}:0" for i in ids], embeddings=list(block),
+                    ids=[f"benchmark:{i}:0" for i in ids], embeddings=list(block),
                     documents=[f"synthetic chunk {i}" for i in ids],
-                    metadatas=[{"episode_id": i, "chunk": 0, "start_line": 1, "end_line": 1} for i in ids],
+                    metadatas=[{"store": "benchmark", "episode_id": i, "chunk": 0, "start_line": 1, "end_line": 1}
+                               for i in ids],
                 )
             assert index.count(workspace) == max(vectors, len(real))
             questions = [text.splitlines()[0][:200] for _, text in episodes(queries, seed=11)]

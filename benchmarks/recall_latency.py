@@ -89,11 +89,13 @@ def fill_vectors(memory: Any, newest: int) -> None:
     from codeoid import chroma_server
     from codeoid.embedding import default_embedder
     from codeoid.store import queries
+    from codeoid.store.identity import store_id
     from codeoid.vector_index import Chunk, VectorIndex, collection_name, workspace_index_id
 
     workspace_id = queries.workspace_id_for(memory.db, str(memory.project))
     workspace = workspace_index_id(*queries.workspace_ids(memory.db, workspace_id))
-    VectorIndex().add_chunks(workspace, [Chunk(1, 0, 1, 1, "a first real chunk creates the collection")])
+    store = store_id(memory.db)
+    VectorIndex(store=store).add_chunks(workspace, [Chunk(1, 0, 1, 1, "a first real chunk creates the collection")])
     port = int(chroma_server.server_url().rsplit(":", 1)[1])
     collection = chromadb.HttpClient(host="127.0.0.1", port=port).get_collection(collection_name(workspace))
     dimension = default_embedder().dimension
@@ -102,9 +104,10 @@ def fill_vectors(memory: Any, newest: int) -> None:
         ids = range(start, min(newest, start + 999) + 1)
         block = rng.standard_normal((len(ids), dimension)).astype(np.float32)
         block /= np.linalg.norm(block, axis=1, keepdims=True)
-        collection.upsert(ids=[f"{i}:0" for i in ids], embeddings=list(block),
+        collection.upsert(ids=[f"{store}:{i}:0" for i in ids], embeddings=list(block),
                           documents=[f"episode {i}" for i in ids],
-                          metadatas=[{"episode_id": i, "chunk": 0, "start_line": 1, "end_line": 1} for i in ids])
+                          metadatas=[{"store": store, "episode_id": i, "chunk": 0, "start_line": 1, "end_line": 1}
+                                     for i in ids])
     memory.db.execute("UPDATE vector_progress SET indexed_upto = ?, claimed_upto = ?", (newest, newest))
 
 

@@ -288,7 +288,8 @@ def _gain_table(title: str, rows: list[dict[str, Any]]) -> list[str]:
 
 @cli.command()
 def reindex() -> None:
-    """Rebuild the vector index from the store: every workspace's collection dropped and refilled."""
+    """Rebuild the vector index from the store: this store's chunks of every workspace deleted and embedded anew
+    (on a team's server, teammates' chunks stay)."""
     from codeoid.indexer import Indexer
     from codeoid.store import vector_progress
     from codeoid.vector_index import VectorIndexUnavailable, workspace_index_id
@@ -297,7 +298,7 @@ def reindex() -> None:
         try:
             indexer = Indexer(db)
             for portable_id, key in db.execute("SELECT portable_id, key FROM workspaces").fetchall():
-                indexer.index.drop_workspace(workspace_index_id(portable_id, key))
+                indexer.index.forget_store(workspace_index_id(portable_id, key))
             vector_progress.reset(db)
             total = queries.count_episodes(db, include_retracted=True)
             with click.progressbar(length=total, label="Indexing episodes") as bar:
@@ -332,9 +333,10 @@ def index(stored: bool, plugin: bool) -> None:
         if not stored:
             vectors = None
             if vector_enabled():
+                from codeoid.store.identity import store_id
                 from codeoid.vector_index import VectorIndex
 
-                vectors = VectorIndex()
+                vectors = VectorIndex(store=store_id(db))
             workspace_index.build(db, workspace_id, vectors=vectors)
         current = stored_index.latest(db, workspace_id)
     if current is None:

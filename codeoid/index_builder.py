@@ -18,7 +18,7 @@ from codeoid import workspace_index
 from codeoid.log import log
 from codeoid.ranking import vector_enabled
 from codeoid.store import db as store_db
-from codeoid.store import queries
+from codeoid.store import identity, queries
 from codeoid.store import workspace_index as stored_index
 
 TYPE_CHECKING = False
@@ -100,7 +100,7 @@ def run_forever(stop: threading.Event, project_dir: str, *, delay: float = 2.0) 
         if vector_enabled():
             from codeoid.vector_index import VectorIndex
 
-            vectors = VectorIndex()
+            vectors = VectorIndex(store=identity.store_id(db))
         IndexBuilder(db, project_dir, vectors=vectors).run(stop)
     except Exception as error:  # noqa: BLE001 - a background thread must leave a trace, never a traceback on stdio
         log("workspace-index", f"stopped: {error!r}")

@@ -29,7 +29,7 @@ from codeoid import chunking, privacy
 from codeoid.embedding import Embedder, default_embedder
 from codeoid.log import log
 from codeoid.store import db as store_db
-from codeoid.store import vector_progress
+from codeoid.store import identity, vector_progress
 from codeoid.store.queries import Row
 from codeoid.vector_index import Chunk, VectorIndex, VectorIndexUnavailable, workspace_index_id
 
@@ -69,7 +69,7 @@ class Indexer:
     def __init__(self, db: sqlite3.Connection, *, index: VectorIndex | None = None, embedder: Embedder | None = None,
                  settings: IndexerSettings | None = None) -> None:
         self.db = db
-        self.index = index or VectorIndex()
+        self.index = index or VectorIndex(store=identity.store_id(db))
         self.embedder = embedder or default_embedder()
         self.settings = settings or IndexerSettings.from_env()
         self.policy = privacy.Policy.from_env()

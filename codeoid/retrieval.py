@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from codeoid import chroma_server, ranking
-from codeoid.store import queries, raw, vector_progress
+from codeoid.store import identity, queries, raw, vector_progress
 from codeoid.store.queries import Row
 
 if TYPE_CHECKING:  # chromadb and the model load only when a query reaches the vector index (~0.8 s)
@@ -36,6 +36,8 @@ class Recalled:
     rows: list[Row]
     signals: str  # "BM25 + semantic" or "BM25"
     fallback: str | None = None
+    # Chunks other stores put in a shared collection (a team's Chroma server): their text is all there is here.
+    shared: tuple[Hit, ...] = ()
 
 
 def recall(db: sqlite3.Connection, query: str, *, workspace_id: int | None, limit: int = 6,
@@ -63,9 +65,12 @@ def recall_ranked(db: sqlite3.Connection, query: str, *, workspace_id: int | Non
                                   exclude_origins=NOT_RECALLED_ORIGINS) if weights.bm25 else []
     if not weights.dense:  # BM25 alone, by choice: the ranking a fallback gives
         return Recalled(lexical[:limit], "BM25")
-    hits, fallback = _dense_hits(db, query, workspace_id, pool)
+    found, fallback = _dense_hits(db, query, workspace_id, pool)
     if fallback is not None:
         return Recalled(lexical[:limit], "BM25", fallback)
+    store = identity.store_id(db)
+    hits = [hit for hit in found if hit.store == store]
+    shared = _shared_hits(found[:limit], store, limit)
     by_id = {row["id"]: row for row in lexical}
     dense_ids = list(dict.fromkeys(hit.episode_id for hit in hits))
     by_id.update({episode_id: row for episode_id, row in queries.recallable_episodes(
@@ -85,7 +90,17 @@ def recall_ranked(db: sqlite3.Connection, query: str, *, workspace_id: int | Non
         if chunk is not None:
             row["matched_lines"] = (chunk.start_line, chunk.end_line)
         rows.append(row)
-    return Recalled(rows, "BM25 + semantic")
+    return Recalled(rows, "BM25 + semantic", shared=shared)
+
+
+def _shared_hits(nearest: list[Hit], store: str, limit: int) -> tuple[Hit, ...]:
+    """Other stores' chunks among the nearest `limit`, one per episode, at most half of `limit` (rounded up):
+    a teammate's history helps, but this machine's own comes first."""
+    chosen: dict[tuple[str, int], Hit] = {}
+    for hit in nearest:
+        if hit.store != store:
+            chosen.setdefault((hit.store, hit.episode_id), hit)
+    return tuple(chosen.values())[:(limit + 1) // 2]
 
 
 _index: VectorIndex | None = None
@@ -105,8 +120,9 @@ def _dense_hits(db: sqlite3.Connection, query: str, workspace_id: int | None, n:
         return [], "the workspace is unknown"
     from codeoid.vector_index import VectorIndex, VectorIndexUnavailable, workspace_index_id
 
-    if _index is None:
-        _index = VectorIndex()
+    store = identity.store_id(db)
+    if _index is None or _index.store != store:
+        _index = VectorIndex(store=store)
     try:
         return _index.query(query, workspace_index_id(*ids), n), None
     except VectorIndexUnavailable as error:

@@ -5,8 +5,11 @@ or the team server `CODEOID_CHROMA_URL` names. A collection is keyed by the work
 normalized git remote URL), so teammates' clones share one; its documents hold the chunk text, so a hit from
 someone else's session reads as text even though their store is not here.
 
-Chunk ids are `<episode id>:<chunk number>`, so adding the same chunks again replaces them instead of
-duplicating them: an indexer killed mid-batch simply redoes the batch.
+Episode ids belong to one store (one machine's data dir), so every chunk also names its store: ids are
+`<store id>:<episode id>:<chunk number>` and the metadata carries `store`. On a team's server two machines'
+episode 123 never overwrite each other, and a hit from another store is never read as a local episode.
+Adding the same chunks again replaces them instead of duplicating them: an indexer killed mid-batch simply
+redoes the batch.
 
 When Chroma cannot be reached every call raises `VectorIndexUnavailable`, which retrieval turns into a BM25-only
 answer that says so. A local server that stopped while idle is restarted once before giving up.
@@ -53,6 +56,7 @@ class Chunk:
 
 @dataclass(frozen=True)
 class Hit:
+    store: str  # the store the episode lives in: this machine's, or a teammate's on a shared server
     episode_id: int
     chunk: int
     start_line: int
@@ -64,9 +68,10 @@ class Hit:
 
 def _hit(stored: Mapping[str, object], document: str | None, distance: float) -> Hit:
     metadata = {key: value for key, value in stored.items() if isinstance(value, str | int | float | bool)}
-    return Hit(episode_id=int(metadata["episode_id"]), chunk=int(metadata["chunk"]),
-               start_line=int(metadata["start_line"]), end_line=int(metadata["end_line"]), distance=float(distance),
-               document=document or "", metadata=metadata)
+    return Hit(store=str(metadata.get("store", "")), episode_id=int(metadata["episode_id"]),
+               chunk=int(metadata["chunk"]), start_line=int(metadata["start_line"]),
+               end_line=int(metadata["end_line"]), distance=float(distance), document=document or "",
+               metadata=metadata)
 
 
 def workspace_index_id(portable_id: str | None, key: str) -> str:
@@ -76,15 +81,30 @@ def workspace_index_id(portable_id: str | None, key: str) -> str:
 
 
 def collection_name(workspace: str) -> str:
-    """Chroma names allow only `[a-zA-Z0-9._-]` and 3-512 characters; the id itself goes in the metadata."""
-    return "codeoid-" + hashlib.sha256(workspace.encode()).hexdigest()[:32]
+    """Chroma names allow only `[a-zA-Z0-9._-]` and 3-512 characters; the id itself goes in the metadata.
+
+    `v2` is the store-qualified chunk layout; the collections before it keyed chunks by episode id alone."""
+    return "codeoid-v2-" + _digest(workspace)
+
+
+def legacy_collection_name(workspace: str) -> str:
+    """Where codeoid kept a workspace's chunks before chunk ids named their store (migration m007)."""
+    return "codeoid-" + _digest(workspace)
+
+
+def _digest(workspace: str) -> str:
+    return hashlib.sha256(workspace.encode()).hexdigest()[:32]
 
 
 class VectorIndex:
-    """The chunks of every workspace, over one HTTP client that reconnects when the server has moved on."""
+    """One store's view of every workspace's chunks, over one HTTP client that reconnects when the server has
+    moved on: it writes and deletes only its own store's chunks, and its hits say whose they are."""
 
-    def __init__(self, *, url: str | None = None, embedding_function: CodeoidEmbeddingFunction | None = None) -> None:
-        """`url` pins one server (tests); by default it is `CODEOID_CHROMA_URL` or the local server."""
+    def __init__(self, *, store: str, url: str | None = None,
+                 embedding_function: CodeoidEmbeddingFunction | None = None) -> None:
+        """`store` is this store's id (`codeoid.store.identity.store_id`); `url` pins one server (tests); by
+        default it is `CODEOID_CHROMA_URL` or the local server."""
+        self.store = store
         self._url = url
         self._embedding_function = embedding_function or CodeoidEmbeddingFunction()
         self._client: ClientAPI | None = None
@@ -101,16 +121,18 @@ class VectorIndex:
 
         def add(collection: Collection) -> None:
             collection.upsert(
-                ids=[f"{chunk.episode_id}:{chunk.number}" for chunk in chunks],
+                ids=[self._chunk_id(chunk.episode_id, chunk.number) for chunk in chunks],
                 documents=[chunk.text for chunk in chunks],
-                metadatas=[{**chunk.metadata, "episode_id": chunk.episode_id, "chunk": chunk.number,
-                            "start_line": chunk.start_line, "end_line": chunk.end_line} for chunk in chunks],
+                metadatas=[{**chunk.metadata, "store": self.store, "episode_id": chunk.episode_id,
+                            "chunk": chunk.number, "start_line": chunk.start_line, "end_line": chunk.end_line}
+                           for chunk in chunks],
             )
 
         self._with_collection(workspace, add, create=True)
 
     def query(self, text: str, workspace: str, n: int = 10) -> list[Hit]:
-        """The `n` chunks of `workspace` nearest to `text`, nearest first (empty for an unknown workspace)."""
+        """The `n` chunks of `workspace` nearest to `text`, nearest first (empty for an unknown workspace), of
+        every store that shares the collection: `hit.store` tells this store's from a teammate's."""
         if n < 1:
             return []
 
@@ -126,40 +148,38 @@ class VectorIndex:
         return self._with_collection(workspace, nearest, create=False) or []
 
     def first_chunks(self, workspace: str, episode_ids: Sequence[int]) -> dict[int, tuple[Sequence[float], str]]:
-        """The stored vector and text of each episode's first chunk, by episode id (missing ones left out):
-        what the workspace index clusters into topics, without embedding anything again."""
+        """The stored vector and text of each of this store's episodes' first chunk, by episode id (missing ones
+        left out): what the workspace index clusters into topics, without embedding anything again."""
         if not episode_ids:
             return {}
 
         def fetch(collection: Collection) -> dict[int, tuple[Sequence[float], str]]:
-            result = collection.get(ids=[f"{episode_id}:0" for episode_id in episode_ids],
-                                    include=["embeddings", "documents"])
+            result = collection.get(ids=[self._chunk_id(episode_id, 0) for episode_id in episode_ids],
+                                    include=["embeddings", "documents", "metadatas"])
             embeddings = result["embeddings"] if result["embeddings"] is not None else []
             documents = result["documents"] or []
-            return {int(chunk_id.partition(":")[0]): (vector, document or "")
-                    for chunk_id, vector, document in zip(result["ids"], embeddings, documents, strict=True)}
+            metadatas = result["metadatas"] or []
+            return {int(str(meta["episode_id"])): (vector, document or "")
+                    for meta, vector, document in zip(metadatas, embeddings, documents, strict=True)}
 
         return self._with_collection(workspace, fetch, create=False) or {}
 
     def delete_episode(self, workspace: str, episode_id: int) -> None:
-        """Remove every chunk of an episode (retracted, or about to be re-chunked)."""
-        self._with_collection(workspace, lambda c: c.delete(where={"episode_id": episode_id}), create=False)
+        """Remove every chunk of one of this store's episodes (retracted, or about to be re-chunked)."""
+        where = {"$and": [{"store": self.store}, {"episode_id": episode_id}]}
+        self._with_collection(workspace, lambda c: c.delete(where=where), create=False)  # type: ignore[arg-type]
 
     def count(self, workspace: str) -> int:
+        """Chunks in the workspace's collection, of every store that shares it."""
         return self._with_collection(workspace, lambda c: c.count(), create=False) or 0
 
-    def drop_workspace(self, workspace: str) -> None:
-        """Delete a workspace's collection (a full reindex starts from nothing)."""
-        from chromadb.errors import NotFoundError
+    def forget_store(self, workspace: str) -> None:
+        """Delete this store's chunks of a workspace (a full reindex starts from nothing); a teammate's chunks in
+        a shared collection stay."""
+        self._with_collection(workspace, lambda c: c.delete(where={"store": self.store}), create=False)
 
-        def drop(client: ClientAPI) -> None:
-            try:
-                client.delete_collection(collection_name(workspace))
-            except NotFoundError:
-                pass
-
-        self._call(drop)
-        self._collections.pop(workspace, None)
+    def _chunk_id(self, episode_id: int, number: int) -> str:
+        return f"{self.store}:{episode_id}:{number}"
 
     def _with_collection(self, workspace: str, operation: Callable[[Collection], T], *, create: bool) -> T | None:
         """Run `operation` on the workspace's collection; None when it does not exist and `create` is False."""
@@ -178,6 +198,8 @@ class VectorIndex:
 
         name = collection_name(workspace)
         if create:
+            if chroma_server.remote_url() is None:
+                self._drop_legacy(client, workspace)
             return client.get_or_create_collection(
                 name, embedding_function=self._embedding_function,  # type: ignore[arg-type]
                 configuration={"hnsw": {"space": "cosine"}}, metadata={"codeoid_workspace": workspace},
@@ -186,6 +208,17 @@ class VectorIndex:
             return client.get_collection(name, embedding_function=self._embedding_function)  # type: ignore[arg-type]
         except NotFoundError:
             return None
+
+    @staticmethod
+    def _drop_legacy(client: ClientAPI, workspace: str) -> None:
+        """On this machine's own server, the collection from before store-qualified chunk ids is dead weight: the
+        store re-indexes into the new one. A team server's is left, for teammates still on an older codeoid."""
+        from chromadb.errors import NotFoundError
+
+        try:
+            client.delete_collection(legacy_collection_name(workspace))
+        except NotFoundError:
+            pass
 
     def _call(self, operation: Callable[[ClientAPI], T]) -> T:
         """Run `operation` with a live client: reconnect once (restarting a local server) if the first try

@@ -38,6 +38,10 @@ from codeoid.store import ledger, queries, raw
 from codeoid.store.queries import Row
 from codeoid.workspace import identify
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from codeoid.vector_index import Hit
+
 MAX_RECALL_LIMIT = 50
 MAX_TIMELINE_LIMIT = 200
 INPUT_PREVIEW_CHARS = 500
@@ -74,14 +78,19 @@ class MemoryTools:
             caller = self._caller(db)
             found = retrieval.recall_ranked(db, query, workspace_id=workspace_id, limit=limit, skip_live_of=caller)
             notes = lineage_notes(db, caller, found.rows)
-        rows = found.rows
+        rows, shared = found.rows, found.shared
         skipped = "; episodes still in your current window are skipped" if caller else ""
         fallback = f" BM25 only: {found.fallback}." if found.fallback else ""
-        if not rows:
+        if not rows and not shared:
             return f"No stored episode in this workspace ({self.root}) matches {query!r}{skipped}.{fallback}"
         head = (f"recall {query!r}: {len(rows)} episode{'s' if len(rows) != 1 else ''} from {self.root}, best first "
                 f"({found.signals}, any word; archived included{skipped}).{fallback}")
-        return _fit_episodes(head, rows, output_budget(), notes)
+        budget = output_budget()
+        shared_budget = budget * len(shared) // (len(rows) + len(shared))
+        parts = [_fit_episodes(head, rows, budget - shared_budget, notes) if rows else head]
+        if shared:
+            parts.append(_shared_text(shared, shared_budget))
+        return "\n\n".join(parts)
 
     def recall_file(
         self,
@@ -233,6 +242,33 @@ def _fit_episodes(head: str, rows: list[Row], budget: int, notes: dict[int, str]
         parts.append(f"[{len(left_out)} more matching episodes did not fit the output limit: "
                      + ", ".join(str(row["id"]) for row in left_out) + "; get_episode shows each]")
     return "\n\n".join(parts)
+
+
+def _shared_text(hits: tuple[Hit, ...], budget: int) -> str:
+    """Chunks another machine's codeoid put on the shared Chroma server, nearest first. Their episodes are in
+    that machine's store, not here: the chunk text is all there is, so no get_episode is offered."""
+    head = (f"From other machines sharing this workspace's Chroma server ({len(hits)} chunk"
+            f"{'s' if len(hits) != 1 else ''}; text only, their episodes are not in this store):")
+    frames = [_shared_header(hit) for hit in hits]
+    fixed = byte_size(head) + sum(byte_size(frame) + EPISODE_FRAME_BYTES for frame in frames)
+    allowances = share_budget([byte_size(hit.document) + 1 for hit in hits], max(budget - fixed, 0))
+    parts = [head]
+    for hit, frame, allowance in zip(hits, frames, allowances, strict=True):
+        page = page_lines(split_lines(hit.document), budget=allowance)
+        cut = "" if page.complete else f"\n[cut at the output limit: lines {page.first}-{page.last} of {page.total}]"
+        parts.append(f"{frame}\n-----\n{page.text}\n-----{cut}")
+    return "\n\n".join(parts)
+
+
+def _shared_header(hit: Hit) -> str:
+    meta = hit.metadata
+    kind = f"tool {meta['tool_name']}" if meta.get("kind") == "tool" and meta.get("tool_name") else meta.get("kind")
+    fields = [f"=== shared episode {hit.episode_id} of store {hit.store[:8]}", str(kind or "episode")]
+    if isinstance(meta.get("created_at"), int | float):
+        fields.append(_time(float(meta["created_at"])))
+    fields.append(f"lines {hit.start_line}-{hit.end_line} of the episode")
+    fields.append(f"similarity {1 - hit.distance:.2f}")
+    return " · ".join(fields) + (f"\nsession: {meta['session_id']}" if meta.get("session_id") else "")
 
 
 def _episode_header(row: Row, note: str | None = None) -> str:

@@ -17,11 +17,18 @@ import psutil
 import pytest
 
 from codeoid import chroma_server
-from codeoid.vector_index import Chunk, VectorIndex, VectorIndexUnavailable, collection_name
+from codeoid.vector_index import (
+    Chunk,
+    VectorIndex,
+    VectorIndexUnavailable,
+    collection_name,
+    legacy_collection_name,
+)
 
 pytestmark = pytest.mark.slow
 
 WORKSPACE = "github.com/example/parser"
+STORE = "a1" * 16  # a store id, as migration m007 makes one
 
 
 @pytest.fixture
@@ -98,7 +105,8 @@ def test_server_listens_on_loopback_only_outside_the_callers_process_tree(home: 
 def test_a_fresh_process_reopens_the_collection_and_finds_what_another_process_added(home: Path) -> None:
     run_python(f"""
         from codeoid.vector_index import Chunk, VectorIndex
-        VectorIndex().add_chunks({WORKSPACE!r}, [
+        STORE = {STORE!r}
+        VectorIndex(store=STORE).add_chunks({WORKSPACE!r}, [
             Chunk(41, 0, 1, 30, "pytest: FAILED tests/test_parser.py::test_quotes - KeyError: 'user_id'"),
             Chunk(41, 1, 31, 55, "the fixture builds the user record before the parser runs"),
             Chunk(42, 0, 1, 3, "Bought groceries: apples, bread and cheese for the weekend."),
@@ -107,7 +115,8 @@ def test_a_fresh_process_reopens_the_collection_and_finds_what_another_process_a
     found = json.loads(run_python(f"""
         import json
         from codeoid.vector_index import VectorIndex
-        hits = VectorIndex().query("which test failed with a KeyError?", {WORKSPACE!r}, n=3)
+        STORE = {STORE!r}
+        hits = VectorIndex(store=STORE).query("which test failed with a KeyError?", {WORKSPACE!r}, n=3)
         print(json.dumps([[h.episode_id, h.chunk, h.start_line, h.end_line, h.document] for h in hits]))
     """))
     assert found[0] == [41, 0, 1, 30, "pytest: FAILED tests/test_parser.py::test_quotes - KeyError: 'user_id'"]
@@ -121,7 +130,7 @@ def test_a_fresh_process_reopens_the_collection_and_finds_what_another_process_a
         collection = chromadb.HttpClient(host="127.0.0.1", port=port).get_collection({collection_name(WORKSPACE)!r})
         print(json.dumps(collection.query(query_texts=["grocery shopping list"], n_results=1)["ids"][0]))
     """))
-    assert bare == ["42:0"]
+    assert bare == [f"{STORE}:42:0"]
 
 
 def test_two_processes_starting_the_server_at_once_get_one_server(home: Path) -> None:
@@ -148,7 +157,7 @@ def test_four_concurrent_writer_processes_lose_nothing(home: Path) -> None:
         from codeoid.vector_index import Chunk, VectorIndex
         writer = int(sys.argv[1])
         from codeoid.embedding import default_embedder
-        index = VectorIndex()
+        index = VectorIndex(store="b2" * 16)
         chunks = [Chunk(writer * 1000 + i, 0, 1, 1, f"writer {writer} episode {i}: ran the tests, {i % 7} failed")
                   for i in range(120)]
         default_embedder().embed(["load the model before the race starts"])
@@ -164,19 +173,49 @@ def test_four_concurrent_writer_processes_lose_nothing(home: Path) -> None:
     for process in writers:
         _, err = process.communicate(timeout=300)
         assert process.returncode == 0, err
-    index = VectorIndex()
+    index = VectorIndex(store="b2" * 16)
     assert index.count(WORKSPACE) == 480
-    # Adding the same chunks again replaces them: ids are episode id and chunk number.
+    # Adding the same chunks again replaces them: ids are store, episode id and chunk number.
     index.add_chunks(WORKSPACE, [Chunk(1005, 0, 1, 1, "writer 1 episode 5: ran the tests, 5 failed")])
     assert index.count(WORKSPACE) == 480
     index.delete_episode(WORKSPACE, 1005)
     assert index.count(WORKSPACE) == 479
 
 
+def test_two_stores_sharing_a_collection_keep_their_own_episode_9_apart(home: Path) -> None:
+    """Episode ids count from 1 in every store: a team server holds several stores' episode 9 side by side."""
+    ours, theirs = VectorIndex(store=STORE), VectorIndex(store="c3" * 16)
+    ours.add_chunks(WORKSPACE, [Chunk(9, 0, 1, 1, "our episode 9: the parser rejects tabs")])
+    theirs.add_chunks(WORKSPACE, [Chunk(9, 0, 1, 1, "their episode 9: deploys go through staging first")])
+    assert ours.count(WORKSPACE) == 2
+    hits = ours.query("how do we deploy?", WORKSPACE, n=2)
+    assert [(hit.store, hit.episode_id, hit.document) for hit in hits] == [
+        ("c3" * 16, 9, "their episode 9: deploys go through staging first"),
+        (STORE, 9, "our episode 9: the parser rejects tabs")]
+    assert {vector_and_text[1] for vector_and_text in ours.first_chunks(WORKSPACE, [9]).values()} == {
+        "our episode 9: the parser rejects tabs"}
+
+    ours.delete_episode(WORKSPACE, 9)  # a retraction here takes nothing of theirs
+    assert [hit.store for hit in ours.query("episode 9", WORKSPACE, n=5)] == ["c3" * 16]
+    ours.add_chunks(WORKSPACE, [Chunk(9, 0, 1, 1, "our episode 9 again")])
+    theirs.forget_store(WORKSPACE)  # their reindex starts over without touching ours
+    assert [hit.document for hit in ours.query("episode 9", WORKSPACE, n=5)] == ["our episode 9 again"]
+
+
+def test_the_collection_from_before_store_ids_is_dropped_from_the_local_server(home: Path) -> None:
+    import chromadb
+
+    port = int(chroma_server.ensure_server().url.rsplit(":", 1)[1])
+    client = chromadb.HttpClient(host="127.0.0.1", port=port)
+    client.create_collection(legacy_collection_name(WORKSPACE))
+    VectorIndex(store=STORE).add_chunks(WORKSPACE, [Chunk(1, 0, 1, 1, "the first chunk after the upgrade")])
+    assert sorted(c.name for c in client.list_collections()) == [collection_name(WORKSPACE)]
+
+
 def test_an_idle_server_stops_by_itself_and_the_next_client_starts_another(
         home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CODEOID_CHROMA_IDLE_SECONDS", "2")
-    index = VectorIndex()
+    index = VectorIndex(store=STORE)
     index.add_chunks(WORKSPACE, [Chunk(7, 0, 1, 2, "the release checklist lives in RELEASING.md")])
     first = chroma_server.running_server()
     assert first is not None
@@ -218,7 +257,7 @@ def test_stop_server_stops_it(home: Path) -> None:
 
 def test_an_unreachable_server_raises_a_clear_exception(home: Path) -> None:
     url = f"http://127.0.0.1:{free_port()}"
-    index = VectorIndex(url=url)
+    index = VectorIndex(store=STORE, url=url)
     with pytest.raises(VectorIndexUnavailable, match=f"the vector index at {url} is unreachable"):
         index.query("anything", WORKSPACE)
     with pytest.raises(VectorIndexUnavailable):
@@ -230,13 +269,13 @@ def test_a_team_url_is_used_as_is_and_no_local_server_starts(
     team = chroma_server.ensure_server()  # stands in for a team's server
     monkeypatch.setenv("CODEOID_HOME", str(tmp_path / "teammate"))
     monkeypatch.setenv("CODEOID_CHROMA_URL", team.url)
-    VectorIndex().add_chunks(WORKSPACE, [Chunk(9, 0, 1, 1, "deploys go through the staging cluster first")])
-    assert [hit.document for hit in VectorIndex().query("how do we deploy?", WORKSPACE, n=1)] == [
+    VectorIndex(store=STORE).add_chunks(WORKSPACE, [Chunk(9, 0, 1, 1, "deploys go through the staging cluster first")])
+    assert [hit.document for hit in VectorIndex(store=STORE).query("how do we deploy?", WORKSPACE, n=1)] == [
         "deploys go through the staging cluster first"]
     assert not (tmp_path / "teammate" / "chroma-server" / "server.json").exists()
     monkeypatch.setenv("CODEOID_CHROMA_URL", f"http://127.0.0.1:{free_port()}")
     with pytest.raises(VectorIndexUnavailable, match="unreachable"):
-        VectorIndex().query("how do we deploy?", WORKSPACE)
+        VectorIndex(store=STORE).query("how do we deploy?", WORKSPACE)
     assert not (tmp_path / "teammate" / "chroma-server" / "server.json").exists()
 
 

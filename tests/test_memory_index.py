@@ -27,13 +27,14 @@ from test_mcp_server import SERVER, Memory, call, episode_ids, git_project
 
 from codeoid import chroma_server, retrieval
 from codeoid.indexer import Indexer, IndexerSettings
-from codeoid.store import queries, vector_progress
-from codeoid.vector_index import Hit, VectorIndex, workspace_index_id
+from codeoid.store import identity, queries, vector_progress
+from codeoid.vector_index import Chunk, Hit, VectorIndex, workspace_index_id
 
 pytestmark = pytest.mark.slow
 
 LONG_LINE = 540
 PARAPHRASE = "cure flaky sign-in check"  # no word in common with the answer
+SEMANTIC = {"CODEOID_VECTOR": "on"}  # `serve` turns semantic memory off unless told
 
 
 @pytest.fixture
@@ -91,7 +92,7 @@ def test_a_fresh_process_recalls_what_another_indexed_with_privacy_chunks_and_re
     ids = fill(memory)
     indexer = Indexer(memory.db, settings=IndexerSettings(batch_episodes=8))
     assert indexer.catch_up() == queries.count_episodes(memory.db)
-    index = VectorIndex()
+    index = VectorIndex(store=identity.store_id(memory.db))
     hits = all_hits(memory, index)
     indexed = {hit.episode_id for hit in hits}
     assert {ids["prompt"], ids["paraphrase"], ids["busy"], ids["secret"], ids["long"]} <= indexed
@@ -132,6 +133,29 @@ def test_a_fresh_process_recalls_what_another_indexed_with_privacy_chunks_and_re
         memory.db, PARAPHRASE, workspace_id=workspace_id, limit=3)]
 
 
+def test_a_teammates_chunks_on_a_shared_server_come_back_as_their_text_and_never_as_our_episodes(
+    memory: Memory,
+) -> None:
+    ids = fill(memory)
+    Indexer(memory.db).catch_up()
+    # Another machine's codeoid, with a store of its own, wrote its episode numbered like our "busy" one.
+    said = "Fixed the staging deploy: the kubeconfig context was prod-eu instead of staging-eu."
+    VectorIndex(store="7e" * 16).add_chunks(workspace_of(memory), [Chunk(
+        ids["busy"], 0, 1, 1, said,
+        metadata={"session_id": "their-session", "kind": "assistant", "tool_name": "", "created_at": time.time()})])
+
+    answer = call(memory, "recall", env=SEMANTIC, query="which kubeconfig context broke the staging deploy?")
+
+    assert not answer.is_error
+    local, shared = answer.text.split("\n\nFrom other machines sharing this workspace's Chroma server (1 chunk;")
+    assert f"=== shared episode {ids['busy']} of store 7e7e7e7e · assistant" in shared and said in shared
+    assert "session: their-session" in shared and "database is locked" not in shared
+    assert "kubeconfig" not in local.split("\n\n", 1)[1]  # past the head, which repeats the query
+    # Our own episode of that number is still ours alone: its text, never the teammate's.
+    mine = call(memory, "get_episode", episode_id=str(ids["busy"])).text
+    assert "database is locked" in mine and "kubeconfig" not in mine
+
+
 def test_kill_9_mid_batch_loses_and_duplicates_nothing(memory: Memory) -> None:
     owner = memory.backing("b-many")
     for n in range(32):
@@ -159,8 +183,9 @@ def test_kill_9_mid_batch_loses_and_duplicates_nothing(memory: Memory) -> None:
     assert vector_progress.progress(memory.db).indexed_upto == left.latest
     expected = {f"{chunk.episode_id}:{chunk.number}" for row in memory.db.execute("SELECT id FROM episodes")
                 for chunk in survivor.chunks(_claimable(memory, row[0]))}
-    hits = all_hits(memory, VectorIndex())
-    assert len(hits) == len(expected) == VectorIndex().count(workspace_of(memory))
+    index = VectorIndex(store=identity.store_id(memory.db))
+    hits = all_hits(memory, index)
+    assert len(hits) == len(expected) == index.count(workspace_of(memory))
     assert {f"{hit.episode_id}:{hit.chunk}" for hit in hits} == expected
 
 
@@ -185,7 +210,7 @@ def test_chroma_down_recall_says_bm25_only_and_indexing_catches_up_when_it_retur
     assert "(BM25, any word; archived included). BM25 only: the vector index is unreachable" in answer.text
 
     stop = threading.Event()
-    indexer = Indexer(memory.db, index=VectorIndex(url=url),
+    indexer = Indexer(memory.db, index=VectorIndex(store=identity.store_id(memory.db), url=url),
                       settings=IndexerSettings(poll_seconds=0.1, retry_seconds=0.2))
     runner = threading.Thread(target=indexer.run, args=(stop,), daemon=True)
     runner.start()
@@ -198,7 +223,7 @@ def test_chroma_down_recall_says_bm25_only_and_indexing_catches_up_when_it_retur
         try:
             latest = vector_progress.progress(memory.db).latest
             assert wait_until(lambda: vector_progress.progress(memory.db).indexed_upto == latest, timeout=90)
-            assert VectorIndex(url=url).count(workspace_of(memory)) > 0
+            assert VectorIndex(store=identity.store_id(memory.db), url=url).count(workspace_of(memory)) > 0
         finally:
             server.terminate()
             server.wait(timeout=15)

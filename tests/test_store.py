@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from codeoid import paths
-from codeoid.store import capture, db, queries, raw
+from codeoid.store import capture, db, identity, queries, raw
 from codeoid.store.migrations import MIGRATIONS, migrate
 from codeoid.workspace import identify
 
@@ -50,6 +50,28 @@ def test_upgrading_a_store_made_by_the_first_schema_keeps_every_row(codeoid_home
 def test_migrating_twice_applies_nothing_the_second_time(codeoid_home: Path) -> None:
     connection = db.connect()
     assert migrate(connection) == []
+
+
+def test_each_store_gets_its_own_id_and_an_upgrade_starts_the_vector_index_over(
+    codeoid_home: Path, tmp_path: Path
+) -> None:
+    paths.ensure_private_dir(os.path.dirname(paths.database_path()))
+    old = sqlite3.connect(paths.database_path(), isolation_level=None)
+    migrate(old, upto="m006_workspace_index")
+    old.execute("UPDATE vector_progress SET indexed_upto = 40, claimed_upto = 40")  # indexed under the old ids
+    old.close()
+
+    upgraded = db.connect()
+    other = sqlite3.connect(tmp_path / "another-machine.db", isolation_level=None)
+    try:
+        migrate(other)
+        assert upgraded.execute("SELECT indexed_upto, claimed_upto FROM vector_progress").fetchone() == (0, 0)
+        ours, theirs = identity.store_id(upgraded), identity.store_id(other)
+        assert len(ours) == 32 and int(ours, 16) >= 0 and ours != theirs
+        assert identity.store_id(db.connect()) == ours  # it never changes
+    finally:
+        upgraded.close()
+        other.close()
 
 
 def test_a_100_mb_output_comes_back_byte_exact(store: sqlite3.Connection) -> None:

@@ -14,7 +14,7 @@ from test_mcp_server import Memory, git_project
 from codeoid import workspace_index
 from codeoid.index_builder import DEBOUNCE_SECONDS, REBUILD_SECONDS, IndexBuilder
 from codeoid.rotation.seed import PLUGIN_TOOL_PREFIX, SETTINGS_TOOL_PREFIX
-from codeoid.store import queries
+from codeoid.store import identity, queries
 from codeoid.store import workspace_index as stored_index
 
 
@@ -244,7 +244,8 @@ def test_topics_cluster_the_indexed_episodes_stably(tmp_path: Path, monkeypatch:
                 theme_of[memory.assistant(owner, f"Looked into it: {sentence}; trying variant {n}.")] = theme
         assert Indexer(memory.db).catch_up() == len(theme_of)
         workspace_id = workspace_of(memory)
-        version = workspace_index.build(memory.db, workspace_id, vectors=VectorIndex())
+        vectors = VectorIndex(store=identity.store_id(memory.db))
+        version = workspace_index.build(memory.db, workspace_id, vectors=vectors)
         stored = stored_index.latest(memory.db, workspace_id)
         assert stored is not None
         topics = json.loads(stored.facts)["topics"]
@@ -258,7 +259,8 @@ def test_topics_cluster_the_indexed_episodes_stably(tmp_path: Path, monkeypatch:
         assert sum(topic["share"] for topic in topics) == pytest.approx(1.0, abs=0.01)
 
         # A fresh client and a rebuild see the same vectors and give the same bytes.
-        assert workspace_index.build(memory.db, workspace_id, vectors=VectorIndex()) == version
+        fresh = VectorIndex(store=identity.store_id(memory.db))
+        assert workspace_index.build(memory.db, workspace_id, vectors=fresh) == version
     finally:
         memory.db.close()
         chroma_server.stop_server()

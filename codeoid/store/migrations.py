@@ -292,6 +292,29 @@ def m006_workspace_index(db: sqlite3.Connection) -> None:
     )
 
 
+@migration
+def m007_store_identity(db: sqlite3.Connection) -> None:
+    """A random id for this store, which its chunks in Chroma carry from now on (`codeoid.store.identity`).
+
+    Before it, chunk ids were `<episode id>:<n>`: on a team's shared server two machines' episode 123 took the
+    same id, one overwrote the other, and a teammate's hit read as whatever this store's episode 123 was. Chunks
+    now live in store-qualified collections under a new name, so the vector index starts over from the first
+    episode (the indexer fills it in the background; recall is BM25 alone until it has begun).
+    """
+    run_script(
+        db,
+        """
+        CREATE TABLE store_identity (
+            id INTEGER PRIMARY KEY CHECK (id = 1),
+            store_id TEXT NOT NULL
+        );
+        INSERT INTO store_identity VALUES (1, lower(hex(randomblob(16))));
+        UPDATE vector_progress SET indexed_upto = 0, claimed_upto = 0, claimed_by = NULL, claimed_at = NULL;
+        DELETE FROM vector_removals;
+        """,
+    )
+
+
 def migrate(db: sqlite3.Connection, upto: str | None = None) -> list[str]:
     """Apply every migration not yet recorded (stopping after `upto` if given); return the names applied."""
     if _is_current(db, upto):

@@ -3,7 +3,7 @@
 Episodes enter the vector index in id order. An indexer claims the next batch in a write transaction (so two
 indexers never embed the same episodes), embeds and upserts it, and only then moves the watermark. A kill -9
 in between leaves the claim behind; once its lease runs out the next indexer redoes the batch, and since
-chunk ids are `<episode>:<n>` the redo replaces what was written instead of duplicating it.
+chunk ids are `<store>:<episode>:<n>` the redo replaces what was written instead of duplicating it.
 """
 
 from __future__ import annotations
