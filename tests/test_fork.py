@@ -21,7 +21,7 @@ from codeoid.fork import claude
 from codeoid.fork.canonical import session_turns
 from codeoid.fork.fork import ForkRequest, create_fork
 from codeoid.fork.seed import Lineage, WindowTooSmall, first_message, newest_that_fit, notice
-from codeoid.fork.turns import ToolCall, Turn
+from codeoid.fork.turns import ToolCall, Turn, UserMessage
 from codeoid.rotation.seed import split_seeded
 from codeoid.store import db, queries
 
@@ -102,6 +102,41 @@ def test_a_retracted_prompt_takes_its_turn_out_of_the_fork(codeoid_home: Path, p
     assert [turn.number for turn in turns] == [2]
 
 
+def test_a_prompt_typed_mid_turn_is_a_step_where_the_model_read_it(codeoid_home: Path, project: Path) -> None:
+    """Claude Code fires UserPromptSubmit when the prompt is typed, under the running turn's prompt_id, and hands
+    the text to the model with the next tool result: the step comes after the call that was running."""
+    session = Session(project)
+    session.fire("SessionStart", source="startup")
+    session.fire("UserPromptSubmit", prompt="run the slow tests", prompt_id="p1")
+    session.write(assistant_line("msg_1", text("Running them."), uuid="a1"))
+    session.fire("UserPromptSubmit", prompt="and skip the network ones", prompt_id="p1")  # while the call runs
+    session.fire("PostToolUse", tool_name="Bash", tool_use_id="toolu_slow", tool_input={"command": "make slow"},
+                 tool_response={"stdout": "12 passed", "stderr": "", "interrupted": False})
+    session.write(assistant_line("msg_2", text("Skipped them."), uuid="a2", parent="a1"))
+    session.fire("UserPromptSubmit", prompt="p.s. thanks", prompt_id="p1")  # no call left to carry it
+    session.fire("Stop", last_assistant_message="Skipped them.", stop_hook_active=False)
+    session.fire("UserPromptSubmit", prompt="now the fast ones", prompt_id="p2")
+
+    connection = db.connect()
+    try:
+        session_id = connection.execute("SELECT session_id FROM episodes LIMIT 1").fetchone()[0]
+        turns = session_turns(connection, session_id)
+        connection.execute("UPDATE episodes SET state = 'retracted' WHERE text = 'and skip the network ones'")
+        retracted = session_turns(connection, session_id)
+    finally:
+        connection.close()
+
+    slow = ToolCall("toolu_slow", "Bash", {"command": "make slow"}, "12 passed")
+    assert turns == [
+        Turn(1, "run the slow tests", (
+            "Running them.", slow, UserMessage("and skip the network ones"), "Skipped them.",
+            UserMessage("p.s. thanks"),
+        )),
+        Turn(2, "now the fast ones", ()),
+    ]
+    assert retracted[0].steps == ("Running them.", slow, "Skipped them.", UserMessage("p.s. thanks"))
+
+
 def messages_of(records: list[dict[str, Any]]) -> list[tuple[str, Any]]:
     return [(record["message"]["role"], record["message"]["content"]) for record in records]
 
@@ -124,6 +159,40 @@ def test_the_transcript_holds_each_turn_as_message_blocks_in_one_chain() -> None
         ("sid-1", "/p", False)}
     ids = [record["message"]["id"] for record in records if record["type"] == "assistant"]
     assert ids[0] == ids[1] != ids[2], "text and its tool call are one message; the answer after it another"
+
+
+def test_words_typed_mid_turn_join_the_tool_results_or_start_a_user_message_so_roles_alternate() -> None:
+    call = ToolCall("toolu_1", "Bash", {"command": "make"}, "ok")
+    turns = [Turn(1, "build it", (UserMessage("early note"), "Building.", call, UserMessage("skip docs"),
+                                  UserMessage("and lint"), "Built.", UserMessage("thanks"))),
+             Turn(2, "next", ())]
+    records = claude.transcript_records(turns, "NOTICE", session_id="sid-1", cwd="/p", model="m")
+
+    assert messages_of(records) == [
+        ("user", [{"type": "text", "text": "NOTICE"}, {"type": "text", "text": "build it"},
+                  {"type": "text", "text": "early note"}]),
+        ("assistant", [{"type": "text", "text": "Building."}]),
+        ("assistant", [{"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {"command": "make"}}]),
+        ("user", [{"tool_use_id": "toolu_1", "type": "tool_result", "content": "ok", "is_error": False},
+                  {"type": "text", "text": "skip docs"}, {"type": "text", "text": "and lint"}]),
+        ("assistant", [{"type": "text", "text": "Built."}]),
+        ("user", [{"type": "text", "text": "thanks"}]),
+        ("user", "next"),
+    ]
+    # Consecutive lines of one assistant message are one message. The next turn's prompt after a user message is
+    # what a turn ending on a tool result gives too; the Messages API joins consecutive user messages.
+    ids = [record["message"].get("id") for record in records]
+    assert ids[1] == ids[2] and ids[4] != ids[1]
+    assert [record["parentUuid"] for record in records] == [None] + [record["uuid"] for record in records[:-1]]
+
+
+def test_the_first_message_shows_words_typed_mid_turn_where_they_were_read() -> None:
+    call = ToolCall("toolu_1", "Bash", {"command": "make"}, "ok")
+    message = first_message("<fork_context>\nNOTICE\n</fork_context>",
+                            [Turn(1, "build it", (call, UserMessage("skip docs"), "Built."))])
+
+    assert ('<tool_result id="toolu_1">\nok\n</tool_result>\n<user>\nskip docs\n</user>\n'
+            "<assistant>\nBuilt.\n</assistant>") in message
 
 
 def sized(number: int, chars: int) -> Turn:

@@ -13,7 +13,7 @@ import pytest
 
 from codeoid.fork import codex, gemini
 from codeoid.fork.launch import McpServer, mcp_tool
-from codeoid.fork.turns import ToolCall, Turn
+from codeoid.fork.turns import ToolCall, Turn, UserMessage
 from codeoid.json_config import BACKUP_MARK, InstallError
 
 NOW = datetime(2026, 11, 30, 9, 8, 7, 654000, tzinfo=UTC)
@@ -43,6 +43,11 @@ def test_mcp_tool_splits_claude_code_mcp_names_only(name: str, expected: tuple[s
     assert mcp_tool(name) == expected
 
 
+# A turn in which the user typed twice while it ran: during the call (read with its result) and after the answer.
+MID_TURN = Turn(1, "run the slow tests", (
+    "Running them.", ToolCall("toolu_1", "Bash", {"command": "make slow"}, "12 passed"),
+    UserMessage("and skip the network ones"), "Skipped them.", UserMessage("p.s. thanks"),
+))
 RECALL_TURN = Turn(1, "what did we decide", (ToolCall("toolu_9", "mcp__codeoid__recall", {"query": "db"}, "SQLite"),))
 
 
@@ -90,6 +95,24 @@ def test_codex_rollout_shows_each_message_in_the_tui_right_after_the_item_the_mo
     ]
     assert [r["payload"]["message"] for r in records if r["type"] == "event_msg"] == [
         "first prompt", "thinking aloud", "done"]
+
+
+def test_codex_gets_words_typed_mid_turn_as_user_messages_in_place_and_shows_them(tmp_path: Path) -> None:
+    launch = codex.prepare([MID_TURN], cwd=tmp_path, mcp=MCP, home=tmp_path, now=NOW)
+
+    records = read_jsonl(launch.files[0])[1:]
+    items = [r["payload"] for r in records if r["type"] == "response_item"]
+    assert [(i["type"], i.get("role"), i["content"][0]["text"] if "content" in i else i["call_id"]) for i in items] == [
+        ("message", "user", "run the slow tests"), ("message", "assistant", "Running them."),
+        ("function_call", None, "toolu_1"), ("function_call_output", None, "toolu_1"),
+        ("message", "user", "and skip the network ones"), ("message", "assistant", "Skipped them."),
+        ("message", "user", "p.s. thanks"),
+    ]
+    assert items[4]["content"] == [{"type": "input_text", "text": "and skip the network ones"}]
+    shown = [(r["payload"]["type"], r["payload"]["message"]) for r in records if r["type"] == "event_msg"]
+    assert shown == [("user_message", "run the slow tests"), ("agent_message", "Running them."),
+                     ("user_message", "and skip the network ones"), ("agent_message", "Skipped them."),
+                     ("user_message", "p.s. thanks")]
 
 
 def test_codex_names_an_mcp_call_by_namespace_and_tool_as_codex_calls_it(tmp_path: Path) -> None:
@@ -163,6 +186,46 @@ def test_gemini_failed_call_answers_with_an_error_response_and_success_with_outp
     assert calls["toolu_2"]["result"] == [{"functionResponse": {
         "id": "toolu_2", "name": "Read", "response": {"error": "File does not exist."}}}]
     assert calls["toolu_3"]["args"] == {"command": "pwd"}
+
+
+def gemini_contents(records: list[dict[str, Any]]) -> list[tuple[str, list[Any]]]:
+    """The contents Gemini CLI 0.61.0 sends for imported records (docs/backends/gemini.md section 4): a `user`
+    record is a user content; a `gemini` record a model content (text, then a call per tool call), then a user
+    content of the calls' responses; consecutive contents of one role joined into one before each request."""
+    contents: list[tuple[str, list[Any]]] = []
+    for record in records:
+        calls = record.get("toolCalls", [])
+        if record["type"] == "user":
+            contents.append(("user", [p["text"] for p in record["content"]]))
+            continue
+        contents.append(("model", [p["text"] for p in record["content"]] + [f"call {c['id']}" for c in calls]))
+        if calls:
+            contents.append(("user", [f"response {c['id']}" for c in calls]))
+    joined: list[tuple[str, list[Any]]] = []
+    for role, parts in contents:
+        if joined and joined[-1][0] == role:
+            joined[-1] = (role, joined[-1][1] + parts)
+        else:
+            joined.append((role, parts))
+    return joined
+
+
+def test_gemini_sends_words_typed_mid_turn_after_the_results_they_came_with(tmp_path: Path) -> None:
+    launch = gemini.prepare([MID_TURN], cwd=tmp_path, mcp=MCP, home=tmp_path, now=NOW)
+
+    records = read_jsonl(launch.files[0])[1:]
+    assert [(r["type"], [p["text"] for p in r["content"]]) for r in records] == [
+        ("user", ["run the slow tests"]), ("gemini", ["Running them."]), ("user", ["and skip the network ones"]),
+        ("gemini", ["Skipped them."]), ("user", ["p.s. thanks"]),
+    ]
+    assert len({r["id"] for r in records}) == len(records)
+    assert gemini_contents(records) == [
+        ("user", ["run the slow tests"]),
+        ("model", ["Running them.", "call toolu_1"]),
+        ("user", ["response toolu_1", "and skip the network ones"]),
+        ("model", ["Skipped them."]),
+        ("user", ["p.s. thanks"]),
+    ]
 
 
 def test_gemini_names_an_mcp_call_as_gemini_names_the_tool(tmp_path: Path) -> None:

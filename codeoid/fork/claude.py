@@ -24,7 +24,7 @@ from typing import Any
 
 from codeoid import paths
 from codeoid.fork.seed import first_message
-from codeoid.fork.turns import ToolCall, Turn
+from codeoid.fork.turns import ToolCall, Turn, UserMessage
 from codeoid.rotation.claude_args import ClaudeArgs, backing_argv
 from codeoid.rotation.routes import Wiring
 
@@ -92,7 +92,8 @@ def prepare(turns: list[Turn], notice: str, *, config_dir: Path, project_dir: st
 
 def transcript_records(turns: list[Turn], notice: str, *, session_id: str, cwd: str,
                        model: str) -> list[dict[str, Any]]:
-    """The transcript lines of a conversation: the notice opens the first prompt as a block of its own."""
+    """The transcript lines of a conversation: the notice opens the first prompt as a block of its own; what the
+    user typed mid-turn is a text block in the user message that follows the step it came after."""
     writer = _Writer(session_id=session_id, cwd=cwd, model=model)
     for index, turn in enumerate(turns):
         prompt: str | list[dict[str, Any]] = turn.user
@@ -102,6 +103,9 @@ def transcript_records(turns: list[Turn], notice: str, *, session_id: str, cwd: 
         for step in turn.steps:
             if isinstance(step, ToolCall):
                 writer.tool_call(step)
+            elif isinstance(step, UserMessage):
+                if step.text.strip():
+                    writer.user_text(step.text)
             elif step.strip():
                 writer.assistant_block({"type": "text", "text": step})
         writer.end_message()
@@ -123,6 +127,19 @@ class _Writer:
     def user(self, content: str | list[dict[str, Any]]) -> None:
         self.end_message()
         self._add("user", {"role": "user", "content": content})
+
+    def user_text(self, text: str) -> None:
+        """Words the user typed mid-turn. The API wants user and assistant messages to alternate, so after a tool
+        call they join the user message that holds its result, after the result (where Claude Code put them);
+        after the assistant's text they start a user message."""
+        last = self.records[-1]["message"] if self.records else None
+        if last is None or last["role"] != "user":
+            self.user([{"type": "text", "text": text}])
+            return
+        content = last["content"]
+        if isinstance(content, str):
+            content = [{"type": "text", "text": content}]
+        last["content"] = [*content, {"type": "text", "text": text}]
 
     def assistant_block(self, block: dict[str, Any]) -> None:
         if self.message_id is None:

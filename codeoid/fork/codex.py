@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from codeoid.fork.launch import Launch, McpServer, mcp_tool, timestamp
-from codeoid.fork.turns import ToolCall, Turn
+from codeoid.fork.turns import ToolCall, Turn, UserMessage
 from codeoid.hook_table import MCP_SERVER_NAME
 
 #: The Responses API has no error flag on a tool result; the model learns of a failure from this first line.
@@ -94,9 +94,12 @@ def history_items(turns: Sequence[Turn]) -> list[dict[str, Any]]:
     """The turns as Responses API input items, in conversation order."""
     items: list[dict[str, Any]] = []
     for turn in turns:
-        items.append({"type": "message", "role": "user", "content": [{"type": "input_text", "text": turn.user}]})
+        items.append(_user_message(turn.user))
         for step in turn.steps:
-            if isinstance(step, ToolCall):
+            if isinstance(step, UserMessage):
+                # Typed while the turn ran: a user message among the turn's items, after the result it came with.
+                items.append(_user_message(step.text))
+            elif isinstance(step, ToolCall):
                 items.append(
                     {
                         "type": "function_call",
@@ -112,6 +115,10 @@ def history_items(turns: Sequence[Turn]) -> list[dict[str, Any]]:
                     {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": step}]}
                 )
     return items
+
+
+def _user_message(text: str) -> dict[str, Any]:
+    return {"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]}
 
 
 def _function_name(name: str) -> dict[str, str]:

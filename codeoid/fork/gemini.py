@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from codeoid.fork.launch import Launch, McpServer, mcp_tool, timestamp
-from codeoid.fork.turns import ToolCall, Turn
+from codeoid.fork.turns import ToolCall, Turn, UserMessage
 from codeoid.hook_table import MCP_SERVER_NAME, is_codeoid_server
 from codeoid.json_config import InstallError, back_up, load_object, write_atomic
 
@@ -83,14 +83,20 @@ def conversation_records(turns: Sequence[Turn], stamp: str) -> list[dict[str, An
     """The turns as Gemini chat message records, in conversation order.
 
     Assistant steps share one `gemini` record until a text follows a tool call: Gemini sends a record's text
-    before all of its calls, so text written after a result needs a record of its own to stay after it.
+    before all of its calls, so text written after a result needs a record of its own to stay after it. What the
+    user typed mid-turn is a `user` record of its own between two `gemini` records; after a tool call Gemini
+    sends it in one user content with the call's results, after them (before each request it joins consecutive
+    contents of one role).
     """
     records: list[dict[str, Any]] = []
     for turn in turns:
-        records.append(_message(f"turn{turn.number}-user", "user", stamp))
-        records[-1]["content"].append({"text": turn.user})
+        records.append(_user(f"turn{turn.number}-user", turn.user, stamp))
         current: dict[str, Any] | None = None
         for step in turn.steps:
+            if isinstance(step, UserMessage):
+                records.append(_user(f"turn{turn.number}-user{len(records)}", step.text, stamp))
+                current = None
+                continue
             if current is None or (not isinstance(step, ToolCall) and current["toolCalls"]):
                 current = _message(f"turn{turn.number}-model{len(records)}", "gemini", stamp)
                 current["toolCalls"] = []
@@ -153,6 +159,12 @@ def gemini_tool_name(name: str) -> str:
 def _project_hash(cwd: Path) -> str:
     """Gemini's id for a project: the SHA-256 of its root path."""
     return hashlib.sha256(str(cwd).encode()).hexdigest()
+
+
+def _user(record_id: str, text: str, stamp: str) -> dict[str, Any]:
+    record = _message(record_id, "user", stamp)
+    record["content"].append({"text": text})
+    return record
 
 
 def _message(record_id: str, kind: str, stamp: str) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, replace
 
-from codeoid.fork.turns import ToolCall, Turn
+from codeoid.fork.turns import ToolCall, Turn, UserMessage
 from codeoid.rotation.seed import FORK_CLOSE, FORK_OPEN, TOOLS
 
 HISTORY_SHARE = 0.5
@@ -36,6 +36,8 @@ def turn_tokens(turn: Turn) -> int:
     for step in turn.steps:
         if isinstance(step, ToolCall):
             chars += len(step.name) + len(json.dumps(step.input, ensure_ascii=False)) + len(step.output) + 64
+        elif isinstance(step, UserMessage):
+            chars += len(step.text)
         else:
             chars += len(step)
     return chars // 3 + 16
@@ -110,6 +112,8 @@ def first_message(fork_notice: str, kept: list[Turn]) -> str:
                 parts.append(f'<tool_call name="{step.name}" id="{step.call_id}">\n'
                              f"{json.dumps(step.input, ensure_ascii=False)}\n</tool_call>")
                 parts.append(f'<tool_result id="{step.call_id}"{error}>\n{step.output}\n</tool_result>')
+            elif isinstance(step, UserMessage):
+                parts.append(f"<user>\n{step.text}\n</user>")  # typed while the turn ran, read at this point
             else:
                 parts.append(f"<assistant>\n{step}\n</assistant>")
         parts.append("</turn>")

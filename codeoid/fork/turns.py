@@ -1,8 +1,9 @@
 """The canonical turn format a fork carries from one backend to another.
 
-It is what every backend can be given as a starting history: the user's words, the assistant's text and each
-tool call with its input and the result the model saw, in order. Backend-specific detail (Claude Code's message
-ids, cache usage, thinking blocks) stays in the store; a translator needs only this.
+It is what every backend can be given as a starting history: the user's words (the prompt that opened a turn
+and any typed while it ran), the assistant's text and each tool call with its input and the result the model
+saw, in order. Backend-specific detail (Claude Code's message ids, cache usage, thinking blocks) stays in the
+store; a translator needs only this.
 """
 
 from __future__ import annotations
@@ -22,7 +23,15 @@ class ToolCall:
     is_error: bool = False
 
 
-Step = str | ToolCall  # assistant text, or a tool call with its result
+@dataclass(frozen=True)
+class UserMessage:
+    """What the user typed while the turn was running: Claude Code hands it to the model inside that turn, so it
+    sits among the turn's steps, after the step the model had reached, not in a turn of its own."""
+
+    text: str
+
+
+Step = str | ToolCall | UserMessage  # assistant text, a tool call with its result, or the user's word mid-turn
 
 
 @dataclass(frozen=True)
@@ -30,5 +39,5 @@ class Turn:
     """One user turn: the prompt and everything the assistant did in answer, in order."""
 
     number: int  # 1-based turn number within the codeoid session
-    user: str  # the prompt verbatim
+    user: str  # the prompt that opened the turn, verbatim
     steps: tuple[Step, ...] = field(default_factory=tuple)

@@ -12,6 +12,7 @@ import json
 import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,7 @@ import pytest
 
 from .fake_anthropic import RecordedRequest, Reply, Text, ToolUse, bash
 from .rig import DEFAULT_MODEL, ClaudeRig
-from .tui import Terminal
+from .tui import Terminal, wait_until
 
 CODEOID = str(Path(sys.executable).parent / "codeoid")
 
@@ -187,3 +188,35 @@ def test_fork_starts_interactively_under_the_supervisor_by_default(rig: ClaudeRi
                         ("user", "text", "fork prompt")]
     assert rows(rig, "SELECT session_id, turn FROM episodes WHERE text = 'fork prompt'") == [
         {"session_id": fork_id, "turn": 2}]
+
+
+@pytest.mark.e2e
+def test_fork_carries_a_prompt_typed_mid_turn_after_the_result_it_came_with(rig: ClaudeRig) -> None:
+    rig.install_codeoid()
+    term = rig.supervise()
+    term.wait_for("codeoid ctx", timeout=60)
+    slow = bash("sleep 8; echo slow-step-done", "the slow step")
+    rig.api.add(Reply([slow]), "Done, and the network tests were skipped.")
+    term.type_line("run the slow step")
+    wait_until(lambda: rig.api.main_requests, timeout=60, message="the first request")
+    time.sleep(2)  # the Bash call is running now
+    term.type_line("also skip the network tests")
+    term.wait_for("Done, and the network tests were skipped.", timeout=60)
+    wait_until(lambda: rows(rig, "SELECT 1 FROM episodes WHERE kind = 'assistant'"), timeout=10,
+               message="the turn's answer in the store")
+    parent_id = rows(rig, "SELECT id FROM sessions")[0]["id"]
+
+    rig.api.add("Noted.")
+    requests_before = len(rig.api.requests)
+    forked = codeoid(rig, "fork", parent_id[:10], "--print", "what next?", "--", "--model", DEFAULT_MODEL,
+                     "--dangerously-skip-permissions")
+    assert forked.returncode == 0, forked.stdout[-3000:] + forked.stderr[-3000:]
+
+    main = [r for r in rig.api.requests[requests_before:] if r.kind == "main"]
+    said = conversation(main[0])[1:]
+    assert [(role, kind) for role, kind, _ in said] == [
+        ("user", "text"), ("assistant", "tool_use"), ("user", "tool_result"), ("user", "text"),
+        ("assistant", "text"), ("user", "text")]
+    assert [value for _, kind, value in said if kind == "text"] == [
+        "run the slow step", "also skip the network tests", "Done, and the network tests were skipped.",
+        "what next?"]
