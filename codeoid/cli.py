@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from codeoid import __version__, ingest, retrieval
+from codeoid.render import one_line
 from codeoid.store import db as store_db
 from codeoid.store import queries, raw
 
@@ -215,6 +216,66 @@ def _show_raw_output(db: sqlite3.Connection, raw_id: str, *, as_raw: bool, as_js
         click.echo(f"{name}: {_time(fields[name]) if name == 'created_at' else fields[name]}")
     click.echo("")
     click.echo(stdout)
+
+
+@cli.command()
+@click.argument("episodes", nargs=-1, required=True)
+def retract(episodes: tuple[str, ...]) -> None:
+    """Take episodes back (ids, or ranges such as 40-45): hidden from recall, timeline, get_episode and the
+    vector index, kept in the store (`codeoid show` reads them, `codeoid restore` gives them back)."""
+    from codeoid.store import retraction
+
+    ids = _episode_ids(episodes)
+    with _store() as db:
+        try:
+            changed = retraction.retract(db, ids)
+        except store_db.StoreUnavailable as error:
+            raise click.ClickException(f"The store is busy: {error}; nothing was retracted.") from error
+        summaries = {change.episode_id: queries.get_episode(db, change.episode_id) for change in changed}
+    for change in changed:
+        row = summaries[change.episode_id] or {}
+        click.echo(f"retracted {change.episode_id} (was {change.before}): {one_line(str(row.get('summary')), 100)}")
+    _say_untouched(ids, changed, "already retracted or not stored")
+
+
+@cli.command()
+@click.argument("episodes", nargs=-1, required=True)
+def restore(episodes: tuple[str, ...]) -> None:
+    """Give retracted episodes back (ids, or ranges such as 40-45): searchable and indexed again."""
+    from codeoid.store import retraction
+
+    ids = _episode_ids(episodes)
+    with _store() as db:
+        try:
+            changed = retraction.restore(db, ids)
+        except store_db.StoreUnavailable as error:
+            raise click.ClickException(f"The store is busy: {error}; nothing was restored.") from error
+    for change in changed:
+        click.echo(f"restored {change.episode_id} ({change.after})")
+    _say_untouched(ids, changed, "not retracted or not stored")
+
+
+MAX_EPISODES_AT_ONCE = 10_000
+
+
+def _episode_ids(arguments: tuple[str, ...]) -> list[int]:
+    ids: list[int] = []
+    for argument in arguments:
+        first, dash, last = argument.partition("-")
+        if not first.isdigit() or (dash and not last.isdigit()):
+            raise click.BadParameter(f"{argument!r} is not an episode id (42) or a range of them (40-45).")
+        low, high = int(first), int(last) if dash else int(first)
+        if high < low or high - low >= MAX_EPISODES_AT_ONCE:
+            raise click.BadParameter(f"{argument!r}: give a range from low to high, at most "
+                                     f"{MAX_EPISODES_AT_ONCE:,} episodes.")
+        ids.extend(range(low, high + 1))
+    return sorted(set(ids))
+
+
+def _say_untouched(ids: list[int], changed: list[Any], why: str) -> None:
+    untouched = sorted(set(ids) - {change.episode_id for change in changed})
+    if untouched:
+        click.echo(f"left as they were ({why}): {', '.join(map(str, untouched))}", err=True)
 
 
 @cli.command()

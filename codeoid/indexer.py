@@ -76,9 +76,11 @@ class Indexer:
         self.owner = f"{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
     def step(self) -> int | None:
-        """Remove pending retractions, then index one batch; the number of episodes the batch covered (0: none
-        left), None when another indexer holds the current batch. Raises `VectorIndexUnavailable`."""
+        """Remove pending retractions, embed restored episodes again, then index one batch; the number of
+        episodes the batch covered (0: none left), None when another indexer holds the current batch. Raises
+        `VectorIndexUnavailable`."""
         self._remove_retracted()
+        self._index_restored()
         batch = vector_progress.claim_batch(self.db, self.owner, limit=self.settings.batch_episodes,
                                             lease_seconds=self.settings.lease_seconds)
         if not batch:
@@ -87,9 +89,7 @@ class Indexer:
             for episode in batch:
                 if not self.indexable(episode):
                     continue
-                workspace = workspace_index_id(episode["portable_id"], episode["key"])
-                self.index.delete_episode(workspace, episode["id"])  # a redo may make fewer chunks than before
-                self.index.add_chunks(workspace, self.chunks(episode))
+                self._replace_chunks(episode)
                 vector_progress.renew_claim(self.db, self.owner)  # one long episode takes a while
         except BaseException:
             vector_progress.release_claim(self.db, self.owner)
@@ -144,6 +144,21 @@ class Indexer:
             count_tokens=self.embedder.count_tokens, max_tokens=self.embedder.max_tokens,
             max_chunks=self.settings.max_chunks, metadata=metadata,
         )
+
+    def _replace_chunks(self, episode: Row) -> None:
+        workspace = workspace_index_id(episode["portable_id"], episode["key"])
+        self.index.delete_episode(workspace, episode["id"])  # a redo may make fewer chunks than before
+        self.index.add_chunks(workspace, self.chunks(episode))
+
+    def _index_restored(self) -> None:
+        """Episodes `codeoid restore` gave back after the watermark passed them (their chunks left the index when
+        they were retracted). Two indexers may both embed one: rare, and the same chunk ids make it harmless."""
+        pending = vector_progress.pending_restores(self.db)
+        for episode in pending:
+            if self.indexable(episode):
+                self._replace_chunks(episode)
+        if pending:
+            vector_progress.restores_done(self.db, [episode["id"] for episode in pending])
 
     def _remove_retracted(self) -> None:
         pending = vector_progress.pending_removals(self.db)

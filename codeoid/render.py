@@ -160,7 +160,7 @@ def tool_summary(tool_name: str, tool_input: dict[str, Any], text: str, exit_sta
         subject = _str(tool_input.get("url"))
     else:
         subject = to_json(tool_input)
-    return one_line(f"{tool_name} {subject} -> {outcome}, {lines} lines")
+    return one_line(f"{tool_name} {subject} -> {outcome}, {lines} line{'' if lines == 1 else 's'}")
 
 
 def text_summary(label: str, text: str) -> str:

@@ -47,6 +47,8 @@ MAX_TIMELINE_LIMIT = 200
 INPUT_PREVIEW_CHARS = 500
 RECALL_COMMAND_CHARS = 500
 EPISODE_COMMAND_CHARS = 4000
+RETRACTED = ("{what} was retracted by the user (`codeoid retract`): it is kept but not shown. Do not try to "
+             "reconstruct it; ask the user if you need what it held.")
 # Room kept per recalled episode for its header and cut note, beyond the text itself.
 EPISODE_FRAME_BYTES = 400
 
@@ -153,6 +155,8 @@ class MemoryTools:
                 found = raw.get_raw_output(db, wanted)
                 if found is None or workspace_id is None or queries.raw_output_workspace(db, wanted) != workspace_id:
                     raise ToolError(f"No raw output {wanted} in this workspace.")
+                if queries.raw_output_retracted(db, wanted):
+                    raise ToolError(RETRACTED.format(what=f"Raw output {wanted}"))
                 text = _raw_output_text(db, found, start_line, end_line, output_budget())
                 self._charge_back(db, wanted, text, reader="get_episode", start_line=start_line,
                                   end_line=end_line)
@@ -163,6 +167,8 @@ class MemoryTools:
             row = queries.get_episode(db, int(wanted))
         if row is None or row["workspace_id"] != workspace_id:
             raise ToolError(f"No episode {wanted} in this workspace.")
+        if row["state"] == "retracted":
+            raise ToolError(RETRACTED.format(what=f"Episode {wanted}"))
         return _episode_text(row, start_line, end_line, output_budget())
 
     def _charge_back(self, db: sqlite3.Connection, raw_id: str, text: str, *, reader: str,

@@ -27,7 +27,7 @@ from test_mcp_server import SERVER, Memory, call, episode_ids, git_project
 
 from codeoid import chroma_server, retrieval
 from codeoid.indexer import Indexer, IndexerSettings
-from codeoid.store import identity, queries, vector_progress
+from codeoid.store import identity, queries, retraction, vector_progress
 from codeoid.vector_index import Chunk, Hit, VectorIndex, workspace_index_id
 
 pytestmark = pytest.mark.slow
@@ -125,11 +125,17 @@ def test_a_fresh_process_recalls_what_another_indexed_with_privacy_chunks_and_re
     assert fused["signals"] == "BM25 + semantic" and fused["fallback"] is None
     assert ids["paraphrase"] in fused["ids"]
 
-    # A retracted episode leaves the index at the next step.
-    memory.set_state(ids["paraphrase"], "retracted")
+    # A retracted episode leaves the index at the next step; restored, it comes back at the one after.
+    before = sorted((hit.episode_id, hit.chunk) for hit in all_hits(memory, index))
+    retraction.retract(memory.db, [ids["paraphrase"]])
     assert indexer.step() == 0
     assert ids["paraphrase"] not in {hit.episode_id for hit in all_hits(memory, index)}
     assert ids["paraphrase"] not in [row["id"] for row in retrieval.recall(
+        memory.db, PARAPHRASE, workspace_id=workspace_id, limit=3)]
+    retraction.restore(memory.db, [ids["paraphrase"]])
+    assert indexer.step() == 0
+    assert sorted((hit.episode_id, hit.chunk) for hit in all_hits(memory, index)) == before
+    assert ids["paraphrase"] in [row["id"] for row in retrieval.recall(
         memory.db, PARAPHRASE, workspace_id=workspace_id, limit=3)]
 
 

@@ -315,6 +315,28 @@ def m007_store_identity(db: sqlite3.Connection) -> None:
     )
 
 
+@migration
+def m008_retraction(db: sqlite3.Connection) -> None:
+    """What `codeoid retract` and `codeoid restore` need: the state an episode had before it was retracted (a
+    restore puts it back there), and a queue of restored episodes the vector indexer must embed again (they left
+    the index when they were retracted, behind its watermark). A restore before the indexer removed the episode
+    cancels the removal.
+    """
+    run_script(
+        db,
+        """
+        ALTER TABLE episodes ADD COLUMN retracted_from TEXT;
+        CREATE TABLE vector_restores (episode_id INTEGER PRIMARY KEY);
+        CREATE TRIGGER episodes_vector_restore AFTER UPDATE OF state ON episodes
+        WHEN old.state = 'retracted' AND new.state != 'retracted'
+             AND old.id <= (SELECT claimed_upto FROM vector_progress) BEGIN
+            DELETE FROM vector_removals WHERE episode_id = old.id;
+            INSERT OR IGNORE INTO vector_restores VALUES (old.id);
+        END;
+        """,
+    )
+
+
 def migrate(db: sqlite3.Connection, upto: str | None = None) -> list[str]:
     """Apply every migration not yet recorded (stopping after `upto` if given); return the names applied."""
     if _is_current(db, upto):

@@ -273,6 +273,12 @@ def file_read_candidates(db: sqlite3.Connection, workspace_id: int, name: str, *
     ))
 
 
+def raw_output_retracted(db: sqlite3.Connection, raw_id: str) -> bool:
+    """Whether the tool call a raw output belongs to was retracted: its bytes are taken back with it."""
+    return db.execute("SELECT 1 FROM episodes WHERE raw_output_id = ? AND state = 'retracted' LIMIT 1",
+                      (raw_id,)).fetchone() is not None
+
+
 def raw_output_workspace(db: sqlite3.Connection, raw_id: str) -> int | None:
     """The workspace a raw output belongs to: its own, else that of the episode or session it came from."""
     row = db.execute(

@@ -31,6 +31,11 @@ def progress(db: sqlite3.Connection) -> Progress:
     return Progress(int(row[0]), int(row[1]), row[2], row[3], int(latest))
 
 
+EPISODE_COLUMNS = """e.id, e.workspace_id, e.session_id, e.backing_session_id, e.kind, e.state, e.tool_name,
+                      e.input, e.command, e.original_command, e.text, e.paths, e.origin, e.summary, e.created_at,
+                      w.portable_id, w.key"""
+
+
 def claim_batch(db: sqlite3.Connection, owner: str, *, limit: int, lease_seconds: float) -> list[Row] | None:
     """Claim the next `limit` episodes after the watermark for `owner` and return them (with their workspace's
     `portable_id` and `key`); [] when there is nothing new, None when another live indexer holds a claim."""
@@ -41,9 +46,7 @@ def claim_batch(db: sqlite3.Connection, owner: str, *, limit: int, lease_seconds
         if held and state.claimed_at is not None and now - state.claimed_at < lease_seconds:
             return None
         rows = _rows(db.execute(
-            """SELECT e.id, e.workspace_id, e.session_id, e.backing_session_id, e.kind, e.state, e.tool_name,
-                      e.input, e.command, e.original_command, e.text, e.paths, e.origin, e.summary, e.created_at,
-                      w.portable_id, w.key
+            f"""SELECT {EPISODE_COLUMNS}
                FROM episodes e JOIN workspaces w ON w.id = e.workspace_id
                WHERE e.id > ? ORDER BY e.id LIMIT ?""",
             (state.indexed_upto, limit),
@@ -103,3 +106,18 @@ def pending_removals(db: sqlite3.Connection, *, limit: int = 200) -> list[Row]:
 def removals_done(db: sqlite3.Connection, episode_ids: list[int]) -> None:
     with write_transaction(db):
         db.executemany("DELETE FROM vector_removals WHERE episode_id = ?", [(i,) for i in episode_ids])
+
+
+def pending_restores(db: sqlite3.Connection, *, limit: int = 50) -> list[Row]:
+    """Episodes restored after the index passed them, to embed again, with what `claim_batch` gives."""
+    return _rows(db.execute(
+        f"""SELECT {EPISODE_COLUMNS} FROM vector_restores r
+            JOIN episodes e ON e.id = r.episode_id JOIN workspaces w ON w.id = e.workspace_id
+            ORDER BY r.episode_id LIMIT ?""",
+        (limit,),
+    ))
+
+
+def restores_done(db: sqlite3.Connection, episode_ids: list[int]) -> None:
+    with write_transaction(db):
+        db.executemany("DELETE FROM vector_restores WHERE episode_id = ?", [(i,) for i in episode_ids])
