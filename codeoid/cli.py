@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from codeoid import __version__, ingest, retrieval
+from codeoid import __version__, exclusions, ingest, retrieval
 from codeoid.render import one_line
 from codeoid.store import db as store_db
 from codeoid.store import queries, raw
@@ -216,6 +216,53 @@ def _show_raw_output(db: sqlite3.Connection, raw_id: str, *, as_raw: bool, as_js
         click.echo(f"{name}: {_time(fields[name]) if name == 'created_at' else fields[name]}")
     click.echo("")
     click.echo(stdout)
+
+
+@cli.command()
+@click.argument("directory", required=False, type=click.Path(file_okay=False))
+@click.option("--remove", is_flag=True, help="Record this project again.")
+@click.option("--list", "show", is_flag=True, help="Print the excluded projects.")
+def exclude(directory: str | None, remove: bool, show: bool) -> None:
+    """Keep a project out of codeoid (default: the current directory): from now on its hooks store nothing,
+    Bash output there is not compressed or archived, and recall there answers that nothing is kept. What was
+    stored before stays; `codeoid retract` takes it back."""
+    listing = exclusions.list_file()
+    if show:
+        for entry in exclusions.entries():
+            click.echo(entry)
+        return
+    target = os.path.realpath(os.path.expanduser(directory or os.getcwd()))
+    current = _read_lines(listing)
+    if remove:
+        kept = [line for line in current if os.path.realpath(os.path.expanduser(line.strip())) != target]
+        if len(kept) == len(current):
+            raise click.ClickException(f"{target} is not in {listing}" + (
+                f"; it is excluded by {exclusions.excluded_by(target)!r}" if exclusions.excluded_by(target) else ""))
+        _write_lines(listing, kept)
+        click.echo(f"codeoid records {target} again.")
+        return
+    if exclusions.excluded_by(target) is None:
+        _write_lines(listing, [*current, target])
+    click.echo(f"codeoid records nothing in {target} from now on.")
+
+
+def _read_lines(path: str) -> list[str]:
+    try:
+        with open(path, encoding="utf-8") as file:
+            return [line.rstrip("\n") for line in file]
+    except FileNotFoundError:
+        return []
+
+
+def _write_lines(path: str, lines: list[str]) -> None:
+    from codeoid import paths
+
+    paths.data_dir()
+    temporary = f"{path}.{os.getpid()}.tmp"
+    fd = paths.open_private(temporary, os.O_CREAT | os.O_WRONLY | os.O_TRUNC)
+    with os.fdopen(fd, "w", encoding="utf-8") as file:
+        file.writelines(f"{line}\n" for line in lines)
+    os.replace(temporary, path)
 
 
 @cli.command()
@@ -424,6 +471,11 @@ def _supervise(claude_args: list[str], *, project_dir: str, session_id: str | No
     from codeoid.rotation.routes import detect_wiring
     from codeoid.rotation.supervisor import Supervisor
 
+    excluded = exclusions.excluded_by(project_dir)
+    if excluded is not None:
+        raise click.ClickException(f"{project_dir} is excluded from codeoid ({excluded!r}): nothing is recorded "
+                                   "there, so there is nothing to rotate from. Run claude directly, or "
+                                   "`codeoid exclude --remove` it.")
     try:
         claude_bin = find_binary("claude")
         user = args_module.parse(claude_args)

@@ -107,10 +107,13 @@ def _sink_for(args: argparse.Namespace, command: str) -> Sink:
         from codeoid import paths
         from codeoid.compressors.loader import load_rules
         from codeoid.compressors.relay import RawOutputSpec, Relay
+        from codeoid.exclusions import excluded_by
         from codeoid.store.raw import raw_output_id_for
 
         cwd = os.getcwd()
         project_dir = args.project_dir or cwd
+        if excluded_by(project_dir):
+            return Passthrough()  # an excluded project: nothing is archived, so nothing may be left out
         rules = load_rules(project_dir=project_dir, cache_dir=paths.cache_dir())
         rule = rules.named(args.rule) if args.rule else rules.for_command(command)
         if rule is None:

@@ -10,7 +10,7 @@ import os
 import re
 import time
 
-from codeoid import paths
+from codeoid import exclusions, paths
 from codeoid.events import ENV_KEYS, HANDLERS
 from codeoid.ingest import write
 from codeoid.log import log
@@ -37,8 +37,14 @@ def run(event: str, raw: bytes) -> str | None:
     if event not in HANDLERS:
         log("hook", f"unknown event {event!r}; nothing stored")
         return None
+    if exclusions.excluded_by(os.environ.get("CLAUDE_PROJECT_DIR") or _text(payload.get("cwd"))):
+        return None  # the user excluded this project: not even a log line says what happened in it
     spooled = SpooledEvent(event, payload, {k: os.environ[k] for k in ENV_KEYS if k in os.environ}, time.time())
     return write(spooled)
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) else None
 
 
 def parse_payload(event: str, raw: bytes) -> dict[str, Any] | None:

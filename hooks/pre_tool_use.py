@@ -88,6 +88,10 @@ def rewrite(payload: dict[str, Any], env: Mapping[str, str]) -> dict[str, Any] |
     cached = current_cache(project_dir=project_dir, cache_dir=cache_dir)
     if cached is not None and not _may_name_a_rule_program(command, programs_of(cached)):
         return None  # decided with `os` and `marshal` alone: most commands stop here
+    from codeoid.exclusions import excluded_by
+
+    if excluded_by(project_dir):
+        return None  # compressing would archive the output in a project the user keeps out of codeoid
     from codeoid import bash_wrapper
     from codeoid.hook_table import installed_executable
     from codeoid.hooks import bash_shell, permissions

@@ -18,7 +18,7 @@ from typing import Annotated
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
-from codeoid import ingest, retrieval
+from codeoid import exclusions, ingest, retrieval
 from codeoid.fork.lineage import lineage_notes
 from codeoid.log import log
 from codeoid.mcp_server.pages import (
@@ -202,6 +202,10 @@ class MemoryTools:
 
     @contextmanager
     def _store(self) -> Iterator[sqlite3.Connection]:
+        excluded = exclusions.excluded_by(self.project_dir)
+        if excluded is not None:
+            raise ToolError(f"codeoid keeps no memory of this project: the user excluded it ({excluded!r} in "
+                            "CODEOID_EXCLUDE_PROJECTS or `codeoid exclude`), so there is nothing to look up.")
         try:
             db = store_db.connect()
         except store_db.StoreUnavailable as error:

@@ -396,6 +396,12 @@ PASS_THROUGH = {
 }
 
 
+def test_hook_steps_aside_in_a_project_the_user_excluded(hook_world: dict[str, Any]) -> None:
+    assert pre_tool_use(hook_world, "seq 1 100") is not None
+    hook_world["env"]["CODEOID_EXCLUDE_PROJECTS"] = str(hook_world["project"].parent)
+    assert pre_tool_use(hook_world, "seq 1 100") is None
+
+
 @pytest.mark.parametrize(("command", "extra"), PASS_THROUGH.values(), ids=PASS_THROUGH.keys())
 def test_hook_steps_aside_when_it_cannot_be_sure(hook_world: dict[str, Any], command: str,
                                                   extra: dict[str, Any]) -> None:
