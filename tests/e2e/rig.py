@@ -13,6 +13,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -21,7 +22,7 @@ from typing import Any
 
 import psutil
 
-from .fake_anthropic import FakeAnthropic, RecordedRequest
+from .fake_anthropic import FakeAnthropic, RecordedRequest, Reply, bash
 from .tui import Terminal, wait_until
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -375,3 +376,19 @@ def _parse_stream_json(stdout: str) -> list[dict[str, Any]]:
         except ValueError:
             events.append({"type": "non_json", "line": line})
     return events
+
+
+MID_TURN_PROMPT = "also skip the network tests"
+MID_TURN_ANSWER = "Done, and the network tests were skipped."
+
+
+def type_a_prompt_mid_turn(rig: ClaudeRig, term: Terminal) -> None:
+    """In a fresh `codeoid run` TUI: ask for a slow Bash step, type `MID_TURN_PROMPT` while it runs, and return
+    once `MID_TURN_ANSWER` is on screen (Claude Code hands the second prompt to the model inside that turn)."""
+    term.wait_for("codeoid ctx", timeout=60)
+    rig.api.add(Reply([bash("sleep 8; echo slow-step-done", "the slow step")]), MID_TURN_ANSWER)
+    term.type_line("run the slow step")
+    wait_until(lambda: rig.api.main_requests, timeout=60, message="the first request")
+    time.sleep(2)  # the Bash call is running now
+    term.type_line(MID_TURN_PROMPT)
+    term.wait_for(MID_TURN_ANSWER, timeout=60)

@@ -10,14 +10,13 @@ import json
 import os
 import shlex
 import sqlite3
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from .fake_anthropic import Reply, Text, ToolUse, bash
-from .rig import ClaudeRig
+from .rig import MID_TURN_PROMPT, ClaudeRig, type_a_prompt_mid_turn
 from .tui import wait_until
 
 
@@ -125,22 +124,14 @@ def test_a_session_is_registered_with_its_claude_pid_and_closed_at_the_end(rig: 
 def test_a_prompt_typed_while_claude_works_is_stored_in_the_running_turn(rig: ClaudeRig) -> None:
     """The real TUI hands a prompt typed mid-turn to the model inside that turn, with the turn's own prompt id."""
     rig.install_codeoid()
-    term = rig.supervise()
-    term.wait_for("codeoid ctx", timeout=60)
-    slow = bash("sleep 8; echo slow-step-done", "the slow step")
-    rig.api.add(Reply([slow]), "Done, and the network tests were skipped.")
-    term.type_line("run the slow step")
-    wait_until(lambda: rig.api.main_requests, timeout=60, message="the first request")
-    time.sleep(2)  # the Bash call is running now
-    term.type_line("also skip the network tests")
-    term.wait_for("Done, and the network tests were skipped.", timeout=60)
+    type_a_prompt_mid_turn(rig, rig.supervise())
 
     answered = rig.api.main_requests[-1]
-    assert "also skip the network tests" in json.dumps(answered.messages), "the prompt was meant to arrive mid-turn"
+    assert MID_TURN_PROMPT in json.dumps(answered.messages), "the prompt was meant to arrive mid-turn"
     def user_turns() -> list[tuple[int, str, str]]:
         return [(e["turn"], e["origin"], e["text"]) for e in stored_episodes(rig) if e["kind"] == "user"]
 
     wait_until(lambda: len(user_turns()) >= 2, timeout=10, message="a second prompt in the store")
     users = user_turns()
-    assert users == [(1, "user", "run the slow step"), (1, "user", "also skip the network tests")]
+    assert users == [(1, "user", "run the slow step"), (1, "user", MID_TURN_PROMPT)]
     rig.api.assert_script_consumed()

@@ -12,14 +12,13 @@ import json
 import sqlite3
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from .fake_anthropic import RecordedRequest, Reply, Text, ToolUse, bash
-from .rig import DEFAULT_MODEL, ClaudeRig
+from .rig import DEFAULT_MODEL, MID_TURN_ANSWER, MID_TURN_PROMPT, ClaudeRig, type_a_prompt_mid_turn
 from .tui import Terminal, wait_until
 
 CODEOID = str(Path(sys.executable).parent / "codeoid")
@@ -193,15 +192,7 @@ def test_fork_starts_interactively_under_the_supervisor_by_default(rig: ClaudeRi
 @pytest.mark.e2e
 def test_fork_carries_a_prompt_typed_mid_turn_after_the_result_it_came_with(rig: ClaudeRig) -> None:
     rig.install_codeoid()
-    term = rig.supervise()
-    term.wait_for("codeoid ctx", timeout=60)
-    slow = bash("sleep 8; echo slow-step-done", "the slow step")
-    rig.api.add(Reply([slow]), "Done, and the network tests were skipped.")
-    term.type_line("run the slow step")
-    wait_until(lambda: rig.api.main_requests, timeout=60, message="the first request")
-    time.sleep(2)  # the Bash call is running now
-    term.type_line("also skip the network tests")
-    term.wait_for("Done, and the network tests were skipped.", timeout=60)
+    type_a_prompt_mid_turn(rig, rig.supervise())
     wait_until(lambda: rows(rig, "SELECT 1 FROM episodes WHERE kind = 'assistant'"), timeout=10,
                message="the turn's answer in the store")
     parent_id = rows(rig, "SELECT id FROM sessions")[0]["id"]
@@ -218,5 +209,4 @@ def test_fork_carries_a_prompt_typed_mid_turn_after_the_result_it_came_with(rig:
         ("user", "text"), ("assistant", "tool_use"), ("user", "tool_result"), ("user", "text"),
         ("assistant", "text"), ("user", "text")]
     assert [value for _, kind, value in said if kind == "text"] == [
-        "run the slow step", "also skip the network tests", "Done, and the network tests were skipped.",
-        "what next?"]
+        "run the slow step", MID_TURN_PROMPT, MID_TURN_ANSWER, "what next?"]
