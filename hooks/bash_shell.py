@@ -1,10 +1,12 @@
 """Whether the Bash tool's shell can run the wrapper: it must be bash, 4.4 or later.
 
-Claude Code runs Bash commands with `CLAUDE_CODE_SHELL` when set, else `$SHELL` when that is bash or zsh (falling
-back to a bash it finds). The rewrite only trusts what it can name: the shell those variables point to must be
-bash. The wrapper needs bash 4.4 (`{var}` descriptors, `wait` on a process substitution); macOS still ships 3.2,
-so the version is asked once per bash binary and remembered in the cache directory, keyed by the binary's
-path, size and mtime.
+The shell is found the way Claude Code 2.1.332 finds it (`claude_code_shell`): `CLAUDE_CODE_SHELL`, then `SHELL`,
+each only if its path names bash or zsh and is executable; failing both, zsh before bash (bash before zsh when
+`SHELL` is a bash), each looked up on PATH and in /bin, /usr/bin, /usr/local/bin and /opt/homebrew/bin. So a
+container or CI job without `SHELL`, where Claude Code settles on /bin/bash, is wrapped too, and a machine where
+it would pick zsh is not. The wrapper needs bash 4.4 (`{var}` descriptors, `wait` on a process substitution);
+macOS still ships 3.2, so the version is asked once per bash binary and remembered in the cache directory, keyed
+by the binary's path, size and mtime.
 """
 
 from __future__ import annotations
@@ -14,11 +16,24 @@ import zlib
 from collections.abc import Mapping
 
 MINIMUM = (4, 4)
+SEARCHED_DIRECTORIES = ("/bin", "/usr/bin", "/usr/local/bin", "/opt/homebrew/bin")
+
+
+def claude_code_shell(env: Mapping[str, str]) -> str | None:
+    """The shell Claude Code's Bash tool runs commands in, or None where it finds none (it refuses to start)."""
+    named = [value for value in (env.get("CLAUDE_CODE_SHELL"), env.get("SHELL"))
+             if value and ("bash" in value or "zsh" in value)]
+    order = ("bash", "zsh") if os.path.basename(env.get("SHELL") or "") == "bash" else ("zsh", "bash")
+    path = env.get("PATH") or ""
+    candidates = [*named, _on_path(order[0], path),
+                  *(os.path.join(directory, name) for name in order for directory in SEARCHED_DIRECTORIES),
+                  _on_path(order[1], path)]
+    return next((shell for shell in candidates if shell and _executable(shell)), None)
 
 
 def wrappable_bash(env: Mapping[str, str], cache_dir: str) -> bool:
     """Whether the shell the Bash tool will use is a bash that runs the wrapper."""
-    shell = env.get("CLAUDE_CODE_SHELL") or env.get("SHELL") or ""
+    shell = claude_code_shell(env) or ""
     if os.path.basename(shell) != "bash" or not os.path.isabs(shell):
         return False
     try:
@@ -45,6 +60,18 @@ def wrappable_bash(env: Mapping[str, str], cache_dir: str) -> bool:
     except OSError:
         pass
     return verdict == "ok"
+
+
+def _on_path(name: str, path: str) -> str | None:
+    for directory in path.split(os.pathsep):
+        candidate = os.path.join(directory or ".", name)
+        if _executable(candidate):
+            return candidate
+    return None
+
+
+def _executable(path: str) -> bool:
+    return os.path.isfile(path) and os.access(path, os.X_OK)
 
 
 def _version(shell: str) -> tuple[int, int] | None:

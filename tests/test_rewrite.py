@@ -408,8 +408,8 @@ def test_hook_steps_aside_when_it_cannot_be_sure(hook_world: dict[str, Any], com
     assert pre_tool_use(hook_world, command, **extra) is None
 
 
-def test_hook_wraps_only_under_bash(hook_world: dict[str, Any]) -> None:
-    hook_world["env"]["SHELL"] = "/bin/zsh"
+def test_hook_wraps_only_under_bash(hook_world: dict[str, Any], tmp_path: Path) -> None:
+    hook_world["env"]["SHELL"] = fake_shell(tmp_path / "zsh-bin", "zsh")
     assert pre_tool_use(hook_world, "seq 1 100") is None
     hook_world["env"]["CLAUDE_CODE_SHELL"] = "/bin/bash"
     assert pre_tool_use(hook_world, "seq 1 100") is not None
@@ -482,3 +482,25 @@ def test_a_bash_that_does_not_answer_is_not_wrapped_this_time_only(tmp_path: Pat
     cache = tmp_path / "cache"
     assert not bash_shell.wrappable_bash({"SHELL": shell}, str(cache))
     assert not cache.exists() or list(cache.iterdir()) == []
+
+
+def test_the_shell_is_found_the_way_claude_code_finds_it(tmp_path: Path) -> None:
+    fake = tmp_path / "bin"
+    zsh, bash = fake_shell(fake, "zsh"), fake_bash(fake, 'echo "5 2"')
+    # Neither variable names a usable bash or zsh: zsh on PATH comes first, as in Claude Code 2.1.332.
+    assert bash_shell.claude_code_shell({"PATH": str(fake)}) == zsh
+    assert bash_shell.claude_code_shell({"PATH": str(fake), "SHELL": "/usr/bin/fish"}) == zsh
+    assert not bash_shell.wrappable_bash({"PATH": str(fake)}, str(tmp_path / "cache"))
+    # A SHELL that names bash is taken as it is; an override that does not exist is passed over.
+    assert bash_shell.claude_code_shell({"PATH": str(fake), "SHELL": bash}) == bash
+    assert bash_shell.claude_code_shell({"CLAUDE_CODE_SHELL": "/nowhere/zsh", "SHELL": "/bin/bash"}) == "/bin/bash"
+    assert bash_shell.wrappable_bash({"CLAUDE_CODE_SHELL": "/nowhere/zsh", "SHELL": "/bin/bash"},
+                                     str(tmp_path / "cache"))
+
+
+def fake_shell(directory: Path, name: str) -> str:
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / name
+    path.write_text("#!/bin/sh\nexit 0\n")
+    path.chmod(0o755)
+    return str(path)

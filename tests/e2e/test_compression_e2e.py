@@ -118,6 +118,22 @@ def test_every_tool_result_is_the_same_with_codeoid_as_without_it(rig: ClaudeRig
 
 
 @pytest.mark.e2e
+def test_without_shell_set_codeoid_wraps_exactly_when_claude_code_settles_on_bash(rig: ClaudeRig) -> None:
+    """CI jobs and containers often have no SHELL: Claude Code then picks a shell itself, and codeoid must agree
+    with its choice (wrap under bash, step aside under zsh) rather than give up."""
+    rig.env.pop("SHELL", None)
+    write_rules(rig, SEQ_RULES)
+    rig.install_codeoid()
+    (which, listing), run = run_scenario(rig, ["readlink /proc/$$/exe", "seq 1 3000"])
+
+    results = results_by_id(run)
+    shell = model_text(results[which.id]).strip()
+    assert shell.startswith("/"), shell
+    compressed = "[codeoid]" in model_text(results[listing.id])
+    assert compressed == (Path(shell).name == "bash"), (shell, rig.codeoid_log())
+
+
+@pytest.mark.e2e
 def test_without_allow_rules_codeoid_refuses_what_claude_code_refuses(rig: ClaudeRig) -> None:
     rig.env["SHELL"] = "/bin/bash"
     write_rules(rig, SEQ_RULES)
