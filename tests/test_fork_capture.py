@@ -10,6 +10,8 @@ fields trimmed); tests/e2e/test_fork_backends_e2e.py checks the same against the
 from __future__ import annotations
 
 import json
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -233,3 +235,88 @@ def test_an_unreadable_record_is_reported_not_raised(
     assert result.exit_code == 1 and "record cannot be read" in result.output
 
 
+
+
+# -- `codeoid fork` runs the CLI, then stores what it did, and exits with its status ------------------------------
+
+def stand_in_codex(agent_bins: Path, script: str) -> None:  # noqa: F811 - the fixture's value
+    """A codex that does what `script` says (it runs where the real one would, with CODEX_HOME set)."""
+    codex = agent_bins / "codex"
+    codex.write_text(f"#!/bin/sh\n{script}\n")
+    codex.chmod(0o755)
+
+
+def appends(turn: Path) -> str:
+    """Shell that appends `turn` to the rollout codeoid wrote, as Codex appends its turn."""
+    return f'for r in "$CODEX_HOME"/sessions/*/*/*/rollout-*.jsonl; do cat {turn} >> "$r"; done'
+
+
+def test_codeoid_fork_stores_what_the_cli_appended_and_exits_with_its_status(
+        codeoid_home: Path, project: Path, claude_home: Path, agent_bins: Path,  # noqa: F811
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    two_window_session(project)
+    monkeypatch.chdir(project)
+    turn = tmp_path / "turn.jsonl"
+    ok = {"Ok": {"content": [{"type": "text", "text": RECALL_TEXT}]}}
+    turn.write_text(jsonl(codex_turn("what did we store?", "call_1", "database", ok, "A database.")))
+    stand_in_codex(agent_bins, f"{appends(turn)}\nexit 5")
+
+    result = CliRunner().invoke(cli, ["fork", "durable-1", "--backend", "codex", "--name", "f", "--print", "go"])
+
+    assert result.exit_code == 5, result.output
+    assert "Stored 3 new episodes from codex's record" in result.output
+    assert [row[1] for row in episodes(forked_session_id("f"))] == ["user", "tool", "assistant"]
+
+
+def test_a_record_that_cannot_be_read_costs_the_user_nothing_but_a_message(
+        codeoid_home: Path, project: Path, claude_home: Path, agent_bins: Path,  # noqa: F811
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    two_window_session(project)
+    monkeypatch.chdir(project)
+    stand_in_codex(agent_bins, 'rm "$CODEX_HOME"/sessions/*/*/*/rollout-*.jsonl\nexit 7')
+
+    result = CliRunner().invoke(cli, ["fork", "durable-1", "--backend", "codex", "--name", "f", "--print", "go"])
+
+    assert result.exit_code == 7, result.output
+    fork_id = forked_session_id("f")
+    assert "codeoid could not store the fork's turns from codex" in result.output
+    assert f"run `codeoid fork-capture {fork_id}` to try again" in result.output
+    log = (codeoid_home / "logs" / "codeoid.log").read_text()
+    assert f"storing the turns of fork {fork_id} from codex failed" in log
+
+
+def test_a_busy_store_costs_the_user_nothing_but_a_message_and_capturing_later_stores_the_turn(
+        codeoid_home: Path, project: Path, claude_home: Path, agent_bins: Path,  # noqa: F811
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    two_window_session(project)
+    monkeypatch.chdir(project)
+    monkeypatch.setenv("CODEOID_BUSY_TIMEOUT_MS", "100")
+    turn = tmp_path / "turn.jsonl"
+    ok = {"Ok": {"content": [{"type": "text", "text": RECALL_TEXT}]}}
+    turn.write_text(jsonl(codex_turn("what did we store?", "call_1", "database", ok, "A database.")))
+    locked, hold = tmp_path / "locked", "import sqlite3, sys, time, pathlib\n" \
+        "db = sqlite3.connect(sys.argv[1], isolation_level=None); db.execute('BEGIN IMMEDIATE')\n" \
+        "pathlib.Path(sys.argv[2]).touch(); time.sleep(3)\n"
+    (tmp_path / "hold.py").write_text(hold)
+    # The user's codex run ends while something else (another hook, say) holds the store's write lock.
+    stand_in_codex(agent_bins, f"{appends(turn)}\n"
+                               f'{sys.executable} {tmp_path / "hold.py"} {codeoid_home / "store.db"} {locked} &\n'
+                               f'while [ ! -e {locked} ]; do sleep 0.05; done\nexit 0')
+
+    result = CliRunner().invoke(cli, ["fork", "durable-1", "--backend", "codex", "--name", "f", "--print", "go"])
+
+    assert result.exit_code == 0, result.output
+    assert "codeoid could not store the fork's turns from codex" in result.output
+    fork_id = forked_session_id("f")
+    assert episodes(fork_id) == []
+    time.sleep(3)
+    assert "Stored 3 new episodes" in capture("f")
+    assert [row[1] for row in episodes(fork_id)] == ["user", "tool", "assistant"]
+
+
+def forked_session_id(name: str) -> str:
+    connection = db.connect()
+    try:
+        return str(forked_session(connection, name)[0])
+    finally:
+        connection.close()
