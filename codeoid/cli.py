@@ -508,7 +508,8 @@ def fork(session: str, claude_args: tuple[str, ...], at_turn: int | None, backen
     SESSION is a codeoid session id (or a unique prefix), a session name, or a Claude Code session id.
     By default the fork starts interactively: on claude under the supervisor, as `codeoid run` would, with the
     arguments after `--` (e.g. `-- --model claude-sonnet-4-5`); on codex or gemini as that CLI itself, with
-    codeoid's memory tools but without codeoid's hooks (the fork's own turns there are not stored).
+    codeoid's memory tools but without codeoid's hooks: when that CLI exits, codeoid stores the fork's new turns
+    from the CLI's own session record (`codeoid fork-capture` does it later, e.g. after --no-start).
     """
     import shlex
     import subprocess
@@ -548,7 +549,7 @@ def fork(session: str, claude_args: tuple[str, ...], at_turn: int | None, backen
     click.echo(f"Forked session {made.parent_id} at turn {made.at_turn} into {made.session_id}: {kept}.", err=True)
     start = made.start
     if isinstance(start, Launch):
-        _start_agent(backend, start, no_start=no_start, headless=print_prompt is not None)
+        _start_agent(backend, start, session_id=made.session_id, no_start=no_start)
         return
     if no_start:
         args = " ".join(shlex.quote(arg) for arg in start.interactive_args(list(claude_args)))
@@ -561,27 +562,92 @@ def fork(session: str, claude_args: tuple[str, ...], at_turn: int | None, backen
                         session_id=made.session_id))
 
 
-def _start_agent(backend: str, launch: Launch, *, no_start: bool, headless: bool) -> None:
+def _start_agent(backend: str, launch: Launch, *, session_id: str, no_start: bool) -> None:
     """Start a Codex or Gemini fork as its translator says: the CLI itself in the fork's directory, not under
-    codeoid's supervisor (which drives Claude Code only)."""
+    codeoid's supervisor (which drives Claude Code only). No hooks run there, so once the CLI exits its own
+    session record is read back into the fork's session; then codeoid exits with the CLI's status."""
     import shlex
-    import subprocess
 
     for path in launch.edited:
         click.echo(f"Registered codeoid's MCP server in {path}.", err=True)
-    click.echo(f"codeoid has no hooks in {backend}: what the fork does there is not stored, but it can recall "
-               "codeoid's memory of this workspace through codeoid's MCP server.", err=True)
+    click.echo(f"codeoid has no hooks in {backend}: the fork's turns there are stored from {backend}'s own session "
+               f"record when {backend} exits, and the fork can recall codeoid's memory of this workspace through "
+               "codeoid's MCP server.", err=True)
     if no_start:
         assignments = " ".join(f"{key}={shlex.quote(value)}" for key, value in launch.env.items())
         click.echo(f"Start it with: cd {shlex.quote(str(launch.cwd))} && {assignments} {shlex.join(launch.argv)}")
+        click.echo(f"When it exits, store its turns with: codeoid fork-capture {session_id}")
         return
-    env = {**os.environ, **launch.env}
-    if headless:
-        sys.exit(subprocess.call(launch.argv, cwd=launch.cwd, env=env))
+    status = _run_in_foreground(launch.argv, cwd=launch.cwd, env={**os.environ, **launch.env})
+    _capture_fork(backend, session_id)
+    sys.exit(status)
+
+
+def _run_in_foreground(argv: list[str], *, cwd: Any, env: dict[str, str]) -> int:
+    """Run the agent CLI as a child on this terminal and return its exit status (128 + N when signal N ended it).
+
+    codeoid stays to read the CLI's record afterwards, so while it waits it ignores SIGINT and SIGQUIT: Ctrl-C
+    reaches the CLI (same terminal, same process group), which decides what it means, and not codeoid. The
+    handlers are set after the child starts, which would otherwise inherit the ignoring."""
+    import signal
+    import subprocess
+
     sys.stdout.flush()
     sys.stderr.flush()
-    os.chdir(launch.cwd)
-    os.execvpe(launch.argv[0], launch.argv, env)
+    child = subprocess.Popen(argv, cwd=cwd, env=env)
+    previous = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGINT, signal.SIGQUIT)}
+    try:
+        code = child.wait()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    return 128 - code if code < 0 else code
+
+
+def _capture_fork(backend: str, session_id: str) -> None:
+    """Store the fork's turns from the CLI's record. Whatever goes wrong (a busy store, an unreadable record, a
+    format this codeoid does not know) is logged and told, never raised: the CLI's exit status must reach the
+    caller, and `codeoid fork-capture` can try again."""
+    from codeoid.fork.capture import capture_fork
+    from codeoid.log import log
+
+    try:
+        db = store_db.connect()
+        try:
+            stored = capture_fork(db, session_id, now=time.time())
+        finally:
+            db.close()
+    except Exception as error:  # noqa: BLE001 - see the docstring
+        log("fork", f"storing the turns of fork {session_id} from {backend} failed: {error!r}")
+        click.echo(f"codeoid could not store the fork's turns from {backend} ({error}); run `codeoid fork-capture "
+                   f"{session_id}` to try again.", err=True)
+        return
+    click.echo(f"Stored {stored} new episodes from {backend}'s record in session {session_id}.", err=True)
+
+
+@cli.command("fork-capture")
+@click.argument("session")
+def fork_capture(session: str) -> None:
+    """Store what a Codex or Gemini fork did, from that CLI's own session record.
+
+    `codeoid fork` does this when the CLI exits; run it for a fork started with --no-start, or one whose codeoid
+    was killed before the CLI exited. SESSION names the fork as `codeoid fork` accepts a session. Repeating it
+    stores only what is new.
+    """
+    from codeoid.fork.capture import NotCapturable, capture_fork
+    from codeoid.fork.fork import ForkError, find_session
+
+    with _store() as db:
+        try:
+            session_id = find_session(db, session).session_id
+            stored = capture_fork(db, session_id, now=time.time())
+        except (ForkError, NotCapturable) as error:
+            raise click.ClickException(str(error)) from error
+        except store_db.StoreUnavailable as error:
+            raise click.ClickException(f"The store is busy: {error}") from error
+        except OSError as error:
+            raise click.ClickException(f"The fork's session record cannot be read: {error}") from error
+    click.echo(f"Stored {stored} new episodes in session {session_id}.")
 
 
 @cli.command()

@@ -78,8 +78,10 @@ def _dict_result_text(response: dict[str, Any]) -> str:
 def _content_blocks_text(blocks: list[Any]) -> str:
     parts = []
     for block in blocks:
-        if isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str):
-            parts.append(block["text"])
+        # `input_text`: how Codex gives a tool's output back to the model (a Codex fork's calls, read back).
+        text = block.get("text") if isinstance(block, dict) else None
+        if isinstance(text, str) and block.get("type") in ("text", "input_text"):
+            parts.append(text)
         else:
             parts.append(to_json(block))
     return "\n".join(parts)

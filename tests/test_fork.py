@@ -418,12 +418,13 @@ def test_a_codex_or_gemini_fork_opens_with_the_notice_records_its_lineage_and_pr
     connection = db.connect()
     try:
         fork_id, parent, at_turn, turn_count = forked_session(connection, "other")
-        backing = connection.execute("SELECT count(*) FROM backing_sessions WHERE session_id = ?",
-                                     (fork_id,)).fetchone()[0]
+        backing = connection.execute("SELECT source, transcript_path, transcript_offset FROM backing_sessions"
+                                     " WHERE session_id = ?", (fork_id,)).fetchall()
     finally:
         connection.close()
     assert (parent, at_turn, turn_count) == ("durable-1", 1, 1)
-    assert backing == 0, "no hooks run there: nothing to register"
+    assert backing == [(backend, str(written), len(written.read_bytes()))], "the run whose record is read back"
+    assert f"codeoid fork-capture {fork_id}" in result.output
     assert "forked from durable-1 at turn 1" in CliRunner().invoke(cli, ["sessions"]).output
 
 

@@ -24,6 +24,7 @@ from typing import NamedTuple
 from codeoid.fork import claude
 from codeoid.fork.backends import BACKENDS, BackendMissing, find_binary
 from codeoid.fork.canonical import session_turns
+from codeoid.fork.capture import record_launch
 from codeoid.fork.seed import Lineage, WindowTooSmall, newest_that_fit, notice
 from codeoid.fork.translators import TRANSLATORS, Start, Target, written_files
 from codeoid.json_config import InstallError
@@ -164,13 +165,14 @@ def _record(db: sqlite3.Connection, start: Start, *, session_id: str, workspace_
             request: ForkRequest, parent_id: str, at_turn: int, now: float) -> None:
     """The fork's session row with its lineage. On Claude Code, also its first backing session, registered up
     front with the transcript's length as its read watermark: the hooks then store only what the fork itself
-    adds. Codex and Gemini run no codeoid hooks, so they have no backing session to register."""
+    adds. On Codex and Gemini (no codeoid hooks), the run whose record `capture_fork` reads back afterwards."""
     db.execute(
         "INSERT INTO sessions (id, workspace_id, name, forked_from, at_turn, turn_count, created_at)"
         " VALUES (?, ?, ?, ?, ?, ?, ?)",
         (session_id, workspace_id, request.name, parent_id, at_turn, at_turn, now),
     )
     if not isinstance(start, claude.ClaudeStart):
+        record_launch(db, start, backend=request.backend, session_id=session_id, now=now)
         return
     db.execute(
         "INSERT INTO backing_sessions (id, session_id, source, transcript_path, transcript_offset, started_at)"

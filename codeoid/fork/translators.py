@@ -6,7 +6,8 @@ What `create_fork` needs besides is small and differs per backend: how the backe
 Claude Code resumes a transcript that opens with the notice as a block of its own and is started by codeoid
 (under the supervisor, or `claude -p`); Codex and Gemini get the notice at the head of the first prompt and are
 started by running the `Launch` they return. codeoid has no hooks in Codex or Gemini: their own new turns are
-not stored, though they can recall codeoid's memory through its MCP server.
+read back from the CLI's session record after it exits (`codeoid.fork.capture`), and they can recall codeoid's
+memory through its MCP server.
 """
 
 from __future__ import annotations

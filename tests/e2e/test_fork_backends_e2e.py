@@ -3,8 +3,10 @@ scripted fake API on 127.0.0.1, each CLI's first request carries the forked turn
 results included, checked turn by turn, and offers codeoid's MCP tools; a recall made in the fork finds what the
 parent session stored; the interactive TUIs show the forked conversation and send it with the next prompt.
 `codeoid fork --backend codex|gemini --print`, run as the installed command on a store filled through the real
-hooks, sends the parent's turns (opened by the fork notice) to the real CLI and records the fork's lineage;
-without `--print` it starts the CLI itself on the forked conversation.
+hooks, sends the parent's turns (opened by the fork notice) to the real CLI, records the fork's lineage and,
+once the CLI exits, stores the fork's new turn (prompt, tool call with its result, answer) from the CLI's own
+record; without `--print` it starts the CLI itself on the forked conversation, and what was typed there is
+stored when the user quits it.
 
 The binaries come from `CODEOID_CODEX_BIN` / `CODEOID_GEMINI_BIN`, then the repo's `.tools/` install, then PATH;
 without one, its tests are skipped. Every run has its own HOME, so nothing touches the real one.
@@ -153,9 +155,10 @@ def run(launch: Launch, home: Path, extra_env: dict[str, str]) -> subprocess.Com
 
 
 def type_into_forked_session(argv: Sequence[str], env: Mapping[str, str], cwd: str, api: ScriptedAPI, ready: str,
-                             turns: Sequence[Turn] = TURNS) -> RecordedRequest:
+                             turns: Sequence[Turn] = TURNS, after_quit: str | None = None) -> RecordedRequest:
     """Start the interactive CLI, wait until it shows every forked prompt and then `ready`, type the new prompt,
-    and wait for the scripted answer on screen; return the model request the prompt caused."""
+    and wait for the scripted answer on screen; return the model request the prompt caused. With `after_quit`,
+    then quit as a user does (Ctrl-C twice) and wait for the program to exit showing that text."""
     terminal = Terminal(argv, env=env, cwd=cwd)
     try:
         for turn in turns:
@@ -166,6 +169,14 @@ def type_into_forked_session(argv: Sequence[str], env: Mapping[str, str], cwd: s
         found = wait_until(lambda: api.model_requests, timeout=TUI_TIMEOUT, message=terminal.screen_text)
         assert isinstance(found, list)
         terminal.wait_for(ANSWER, timeout=TUI_TIMEOUT)
+        if after_quit is not None:
+            time.sleep(1)
+            mark = terminal.mark()
+            terminal.write("\x03")
+            time.sleep(0.5)
+            terminal.write("\x03")
+            terminal.wait_exit(TUI_TIMEOUT)
+            terminal.wait_for(after_quit, since=mark, timeout=5)
     finally:
         terminal.close()
     return found[0]
@@ -464,6 +475,28 @@ def noticed(turns: list[Turn], first_prompt: str, recall: str) -> list[Turn]:
     return [replace(turns[0], user=first_prompt), *turns[1:]]
 
 
+def fork_episodes(name: str) -> list[tuple[Any, ...]]:
+    """The episodes stored in the fork's own session, oldest first: (turn, kind, tool name, text, is_error)."""
+    connection = store_db.connect()
+    try:
+        return [tuple(row) for row in connection.execute(
+            "SELECT e.turn, e.kind, e.tool_name, e.text, e.is_error FROM episodes e JOIN sessions s"
+            " ON s.id = e.session_id WHERE s.name = ? ORDER BY e.id", (name,))]
+    finally:
+        connection.close()
+
+
+def assert_fork_turn_stored(name: str, prompt: str, recall: bool) -> None:
+    """The fork's new turn, read back from the CLI's record, is turn 3 of the fork (it forked at turn 2): the
+    prompt, codeoid's recall with the parent's answer in its result, the answer."""
+    stored = fork_episodes(name)
+    assert [row[:3] for row in stored] == [
+        (3, "user", None), *([(3, "tool", "mcp__codeoid__recall")] if recall else []), (3, "assistant", None)]
+    assert stored[0][3] == prompt and stored[-1][3] == ANSWER
+    if recall:
+        assert "42 words." in stored[1][3] and stored[1][4] == 0
+
+
 def lineage(name: str) -> tuple[Any, ...]:
     connection = store_db.connect()
     try:
@@ -483,6 +516,8 @@ def test_codeoid_fork_onto_codex_sends_the_parents_turns_and_recalls_its_memory(
 
     assert done.returncode == 0, done.stderr[-3000:]
     assert ANSWER in done.stdout and "codeoid has no hooks in codex" in done.stderr
+    assert "Stored 3 new episodes from codex's record" in done.stderr
+    assert_fork_turn_stored("on-codex", NEW_PROMPT, recall=True)
     first = fake_openai.model_requests[0]
     prompt = next(item for item in input_items(first) if item.get("role") == "user")["content"][0]["text"]
     assert_codex_history(first, NEW_PROMPT, noticed(turns, prompt, "mcp__codeoid.recall"))
@@ -502,6 +537,8 @@ def test_codeoid_fork_onto_gemini_sends_the_parents_turns_and_recalls_its_memory
 
     assert done.returncode == 0, done.stderr[-3000:]
     assert ANSWER in done.stdout and "codeoid has no hooks in gemini" in done.stderr
+    assert "Stored 3 new episodes from gemini's record" in done.stderr
+    assert_fork_turn_stored("on-gemini", NEW_PROMPT, recall=True)
     first = fake_gemini.model_requests[0]
     texts = [part["text"] for part in contents(first)[0]["parts"] if "text" in part]
     prompt = next(text for text in texts if not text.startswith("<session_context>"))
@@ -531,9 +568,11 @@ def test_codeoid_fork_starts_the_cli_itself_on_the_forked_conversation_by_defaul
         env = {"CODEOID_GEMINI_BIN": request.getfixturevalue("gemini_bin"), **request.getfixturevalue("gemini_env")}
         ready = "Type your message"
     api.add(ANSWER)
-    argv = [CODEOID, "fork", "durable-1", "--backend", backend]
+    argv = [CODEOID, "fork", "durable-1", "--backend", backend, "--name", f"tui-{backend}"]
     sent = type_into_forked_session(argv, {**os.environ, "HOME": str(tmp_path), "TERM": "xterm-256color",
-                                           "CODEOID_VECTOR": "off", **env}, str(project), api, ready, turns)
+                                           "CODEOID_VECTOR": "off", **env}, str(project), api, ready, turns,
+                                    after_quit=f"Stored 2 new episodes from {backend}'s record")
+    assert_fork_turn_stored(f"tui-{backend}", TYPED_PROMPT, recall=False)
     if backend == "codex":
         shown = next(item for item in input_items(sent) if item.get("role") == "user")["content"][0]["text"]
         assert_codex_history(sent, TYPED_PROMPT, noticed(turns, shown, "mcp__codeoid.recall"))
