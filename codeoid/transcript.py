@@ -81,7 +81,7 @@ def assistant_texts(records: Iterable[dict[str, Any]], *, sidechain: bool = Fals
         for block in content:
             text = block.get("text") if isinstance(block, dict) and block.get("type") == "text" else None
             if isinstance(text, str) and text.strip():
-                texts.append(AssistantText(message_id, text, record.get("uuid"), _epoch(record.get("timestamp"))))
+                texts.append(AssistantText(message_id, text, record.get("uuid"), epoch(record.get("timestamp"))))
     return texts
 
 
@@ -96,8 +96,9 @@ def model_reply(record: dict[str, Any]) -> dict[str, Any] | None:
     return message
 
 
-def _epoch(stamp: Any) -> float | None:
-    """Transcript timestamps are ISO 8601 with a `Z`; anything else is ignored."""
+def epoch(stamp: Any) -> float | None:
+    """A record timestamp (Claude Code, Codex and Gemini all write ISO 8601 with a `Z`) as epoch seconds;
+    anything else is None."""
     if not isinstance(stamp, str):
         return None
     try:

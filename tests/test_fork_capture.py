@@ -59,6 +59,15 @@ def jsonl(records: list[dict[str, Any]]) -> str:
     return "".join(json.dumps(record, ensure_ascii=False) + "\n" for record in records)
 
 
+def created_at(session_id: str) -> set[float]:
+    connection = db.connect()
+    try:
+        return {row[0] for row in connection.execute("SELECT created_at FROM episodes WHERE session_id = ?",
+                                                      (session_id,))}
+    finally:
+        connection.close()
+
+
 # -- Codex -------------------------------------------------------------------------------------------------------
 
 def codex_turn(prompt: str, call_id: str, query: str, result: dict[str, Any], answer: str) -> list[dict[str, Any]]:
@@ -123,6 +132,7 @@ def test_a_codex_forks_own_turns_are_stored_in_order_once(
     with rollout.open("a") as out:
         out.write(jsonl(codex_turn("and again?", "call_2", "again", failed, "It failed.")))
         out.write('{"timestamp": "2026-11-30T19:41:16.000Z", "type": "event_msg", "payload": {"type": "user_mes')
+    assert created_at(fork_id) == {1796067675.385}, "stamped when Codex recorded them, not when read back"
     assert "Stored 3 new episodes" in capture(fork_id), "only what is new, a line still being written left out"
     assert "Stored 0 new episodes" in capture(fork_id)
 
@@ -203,6 +213,7 @@ def test_a_gemini_forks_own_turns_are_stored_from_each_chat_that_imported_it_onc
          "mcp_codeoid_recall__call_1"),
         (3, "assistant", "", "A database.", 0, "user", "gemini:c56fb5e2:a-2"),
     ], "the parent's turns, Gemini's session context and its repeated results are not stored"
+    assert created_at(fork_id) == {1796067681.24}, "stamped when Gemini recorded them"
 
     failed = gemini_call("mcp_codeoid_recall__call_2", {"error": "MCP error: server gone"}, "error")
     second = chats / "session-1796067690000-d1e2f3a4.jsonl"  # the --no-start fork started a second time

@@ -79,15 +79,16 @@ def store_steps(db: sqlite3.Connection, owner: capture.Owner, steps: Sequence[St
     """Store the steps in order (each prompt ends the turn before it); the number of new episodes."""
     stored = 0
     for step in steps:
+        at = step.at or now  # the CLI's own time for it, so the timeline and recency see when it happened
         if isinstance(step, Prompt):
-            capture.end_turn(db, owner, reason="stop", now=now)
-            made = capture.add_user_turn(db, owner, prompt=step.text, prompt_id=step.key, origin="user", now=now)
+            capture.end_turn(db, owner, reason="stop", now=at)
+            made = capture.add_user_turn(db, owner, prompt=step.text, prompt_id=step.key, origin="user", now=at)
         elif isinstance(step, Answer):
-            made = capture.add_assistant_message(db, owner, message_id=step.key, text=step.text, now=now)
+            made = capture.add_assistant_message(db, owner, message_id=step.key, text=step.text, now=at)
         else:
             made = capture.add_tool_call(db, owner, tool_name=step.name, tool_use_id=step.call_id,
                                          tool_input=step.input, response=step.response, error=step.error,
-                                         agent_id=None, now=now)
+                                         agent_id=None, now=at)
         stored += made is not None
     capture.end_turn(db, owner, reason="stop", now=now)
     return stored

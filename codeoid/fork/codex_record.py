@@ -23,6 +23,7 @@ from typing import Any
 
 from codeoid import render
 from codeoid.fork.record import Answer, Call, Prompt, Step
+from codeoid.transcript import epoch
 
 CALL_TYPES = ("function_call", "custom_tool_call")
 OUTPUT_TYPES = ("function_call_output", "custom_tool_call_output")
@@ -46,36 +47,37 @@ def read(path: Path, *, session_id: str, offset: int) -> list[Step]:
             kind, payload = record.get("type"), record.get("payload")
             if not isinstance(payload, dict):
                 continue
+            at = epoch(record.get("timestamp"))
             if kind == "event_msg":
-                _event(payload, key, steps, failed)
+                _event(payload, key, at, steps, failed)
             elif kind == "response_item":
-                _item(payload, key, steps, calls, failed)
+                _item(payload, key, at, steps, calls, failed)
     return steps
 
 
-def _event(payload: dict[str, Any], key: str, steps: list[Step], failed: set[str]) -> None:
+def _event(payload: dict[str, Any], key: str, at: float | None, steps: list[Step], failed: set[str]) -> None:
     kind = payload.get("type")
     if kind == "user_message" and isinstance(payload.get("message"), str):
-        steps.append(Prompt(key, payload["message"]))
+        steps.append(Prompt(key, payload["message"], at))
     elif kind == "mcp_tool_call_end" and _mcp_failed(payload.get("result")):
         failed.add(str(payload.get("call_id")))
 
 
-def _item(payload: dict[str, Any], key: str, steps: list[Step], calls: dict[str, tuple[str, dict[str, Any]]],
-          failed: set[str]) -> None:
+def _item(payload: dict[str, Any], key: str, at: float | None, steps: list[Step],
+          calls: dict[str, tuple[str, dict[str, Any]]], failed: set[str]) -> None:
     kind, call_id = payload.get("type"), payload.get("call_id")
     if kind == "message" and payload.get("role") == "assistant":
         texts = [part.get("text") for part in payload.get("content") or [] if isinstance(part, dict)]
         text = "\n\n".join(t for t in texts if isinstance(t, str) and t)
         if text:
-            steps.append(Answer(key, text))
+            steps.append(Answer(key, text, at))
     elif kind in CALL_TYPES and isinstance(call_id, str):
         calls[call_id] = (_tool_name(payload), _tool_input(payload))
     elif kind in OUTPUT_TYPES and isinstance(call_id, str) and call_id in calls:
         name, tool_input = calls.pop(call_id)
         output = payload.get("output")
         error = render.result_text(name, output) if call_id in failed else None
-        steps.append(Call(call_id, name, tool_input, output, error))
+        steps.append(Call(call_id, name, tool_input, output, error, at))
 
 
 def _tool_name(payload: dict[str, Any]) -> str:

@@ -28,6 +28,7 @@ from typing import Any
 
 from codeoid.fork.record import Answer, Call, Prompt, Step
 from codeoid.hook_table import MCP_SERVER_NAME
+from codeoid.transcript import epoch
 
 IMPORTED = "Imported session from "
 #: The ids `codeoid.fork.gemini.conversation_records` gives (Gemini adds `turn3-model7_response` beside them).
@@ -69,16 +70,18 @@ def chat_steps(chat: Path) -> list[Step]:
         text = _text(message.get("content"))
         if message.get("type") == "user":
             if text and not text.lstrip().startswith(GEMINI_CONTEXT):
-                steps.append(Prompt(key, text))
+                steps.append(Prompt(key, text, epoch(message.get("timestamp"))))
         elif message.get("type") == "gemini":
             if text:
-                steps.append(Answer(key, text))
-            steps += [_call(call) for call in message.get("toolCalls") or []
+                steps.append(Answer(key, text, epoch(message.get("timestamp"))))
+            # Stamped with their message's time, as its text is: a call's own stamp (when it ended) can be later
+            # than the next message's, and the steps must keep their order by time.
+            steps += [_call(call, epoch(message.get("timestamp"))) for call in message.get("toolCalls") or []
                       if isinstance(call, dict) and "result" in call and isinstance(call.get("id"), str)]
     return steps
 
 
-def _call(call: dict[str, Any]) -> Call:
+def _call(call: dict[str, Any], at: float | None) -> Call:
     result = call["result"]
     responses = [part["functionResponse"].get("response") for part in result
                  if isinstance(part, dict) and isinstance(part.get("functionResponse"), dict)] \
@@ -90,7 +93,7 @@ def _call(call: dict[str, Any]) -> Call:
     failed = bool(errors) or call.get("status") == "error"
     args = call.get("args")
     return Call(call["id"], _tool_name(str(call.get("name"))), args if isinstance(args, dict) else {},
-                {"output": text}, ("\n".join(errors) or text) if failed else None)
+                {"output": text}, ("\n".join(errors) or text) if failed else None, at)
 
 
 def _tool_name(name: str) -> str:

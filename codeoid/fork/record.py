@@ -18,6 +18,7 @@ class Prompt:
 
     key: str
     text: str
+    at: float | None = None  # when the CLI recorded it (epoch seconds), if it said
 
 
 @dataclass(frozen=True)
@@ -26,6 +27,7 @@ class Answer:
 
     key: str
     text: str
+    at: float | None = None
 
 
 @dataclass(frozen=True)
@@ -37,6 +39,7 @@ class Call:
     input: dict[str, Any]
     response: Any
     error: str | None = None
+    at: float | None = None
 
 
 Step = Prompt | Answer | Call
