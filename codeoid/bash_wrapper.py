@@ -24,9 +24,7 @@ between the two hooks.
 
 from __future__ import annotations
 
-import re
-import shlex
-from typing import NamedTuple
+from codeoid.records import NamedTuple
 
 # Every name the wrapper adds to the user's shell starts with this; a command holding it is never wrapped again.
 NAME_PREFIX = "__codeoid_"
@@ -41,17 +39,33 @@ _OPEN = "\\exec {__codeoid_stdout}>&1 > >("
 _AFTER_FILTER = " 2>/dev/null || \\command cat); __codeoid_filter=$!; \\builtin trap __codeoid_finish EXIT; { "
 _CLOSE = "\n}; __codeoid_finish"
 
-# A word as `shlex.quote` writes it: bare when every character is safe, else single-quoted with `'"'"'` for `'`.
+# A word as `quote` writes it: bare when every character is safe, else single-quoted with `'"'"'` for `'`.
 _QUOTED = r"(?:'[^']*'(?:\"'\"'[^']*')*|[\w@%+=:,./-]+)"
-_WRAPPED = (
-    re.escape(_FINISH + _OPEN)
-    + rf"(?:CODEOID_HOME=(?P<home>{_QUOTED}) )?(?P<exe>{_QUOTED}) --tool-use-id (?P<id>{_QUOTED})"
-    + rf" --project-dir (?P<project>{_QUOTED}) --command (?P<command>{_QUOTED})"
-    + re.escape(_AFTER_FILTER)
-    + r"(?P<body>.*)"
-    + re.escape(_CLOSE)
-    + r"\Z"
-)
+# The characters `shlex.quote` leaves bare (`[\w@%+=:,./-]` with re.ASCII).
+_SAFE = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_@%+=:,./-"
+
+
+def quote(word: str) -> str:
+    """`shlex.quote(word)`, character for character, without importing `shlex` (and `re`) in the rewrite hook."""
+    if not word:
+        return "''"
+    if not word.strip(_SAFE):
+        return word
+    return "'" + word.replace("'", "'\"'\"'") + "'"
+
+
+def _wrapped_pattern() -> str:
+    import re
+
+    return (
+        re.escape(_FINISH + _OPEN)
+        + rf"(?:CODEOID_HOME=(?P<home>{_QUOTED}) )?(?P<exe>{_QUOTED}) --tool-use-id (?P<id>{_QUOTED})"
+        + rf" --project-dir (?P<project>{_QUOTED}) --command (?P<command>{_QUOTED})"
+        + re.escape(_AFTER_FILTER)
+        + r"(?P<body>.*)"
+        + re.escape(_CLOSE)
+        + r"\Z"
+    )
 
 
 class Unwrapped(NamedTuple):
@@ -69,9 +83,9 @@ def wrap(command: str, *, tool_use_id: str, compressor: str, project_dir: str,
     chose the rule (`CLAUDE_PROJECT_DIR` is set for hooks only), and the data dir when the hook's own command
     line pinned `CODEOID_HOME`.
     """
-    home = f"CODEOID_HOME={shlex.quote(codeoid_home)} " if codeoid_home else ""
-    filter_command = (f"{home}{shlex.quote(compressor)} --tool-use-id {shlex.quote(tool_use_id)}"
-                      f" --project-dir {shlex.quote(project_dir)} --command {shlex.quote(command)}")
+    home = f"CODEOID_HOME={quote(codeoid_home)} " if codeoid_home else ""
+    filter_command = (f"{home}{quote(compressor)} --tool-use-id {quote(tool_use_id)}"
+                      f" --project-dir {quote(project_dir)} --command {quote(command)}")
     return _FINISH + _OPEN + filter_command + _AFTER_FILTER + command + _CLOSE
 
 
@@ -79,8 +93,9 @@ def unwrap(text: str) -> Unwrapped | None:
     """The original command and tool_use_id inside a wrapper, or None when `text` is not exactly one of ours."""
     if NAME_PREFIX not in text:
         return None
-    # Compiled here, not at import: the PreToolUse hook, which only wraps, starts once per Bash call.
-    found = re.match(_WRAPPED, text, re.DOTALL | re.ASCII)
+    import re  # here, not at import: the PreToolUse hook, which only wraps, starts once per Bash call
+
+    found = re.match(_wrapped_pattern(), text, re.DOTALL | re.ASCII)
     if found is None:
         return None
     command = _unquote(found.group("command"))

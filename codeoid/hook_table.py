@@ -10,7 +10,6 @@ hot its path, can import it.
 from __future__ import annotations
 
 import os
-import shlex
 import sys
 
 HOOK_EXECUTABLE = "codeoid-hook"
@@ -66,6 +65,8 @@ def hook_command(executable: str, event: str, codeoid_home: str | None) -> str:
     `CODEOID_HOME` is pinned into the command only when the installer had it set, so hooks write to the same
     data dir as the installer rather than to whatever the environment of `claude` says.
     """
+    import shlex  # not at import: the rewrite hook reads `installed_executable` and must not pay for shlex and re
+
     prefix = f"CODEOID_HOME={shlex.quote(codeoid_home)} " if codeoid_home else ""
     return f"{prefix}{shlex.quote(executable)} {event}"
 
@@ -106,6 +107,8 @@ class ParsedCommand:
 
 def parse_command(command: str) -> ParsedCommand:
     """Split `command` as the shell would; a command that does not parse as shell words has no program."""
+    import shlex
+
     try:
         words = shlex.split(command)
     except ValueError:

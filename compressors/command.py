@@ -11,9 +11,46 @@ from __future__ import annotations
 
 import importlib.machinery
 import os
-from typing import NamedTuple
+import sys
 
-import tree_sitter
+from codeoid.records import NamedTuple
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from types import ModuleType
+
+    import tree_sitter
+
+
+def _tree_sitter() -> ModuleType:
+    """The `tree_sitter` bindings (its `Parser`, `Language`...): the compiled `tree_sitter._binding`, loaded
+    without the package's `__init__`, which imports `typing` only to define a Protocol, about 4 ms of every
+    rewritten Bash call. The module is registered under its own name, so a later `import tree_sitter` runs its
+    `__init__` on this very module and every class stays the same object. The package import is the fallback."""
+    loaded = sys.modules.get("tree_sitter._binding")
+    if loaded is not None:
+        return loaded
+    package = importlib.machinery.PathFinder.find_spec("tree_sitter")
+    locations = package.submodule_search_locations if package is not None else None
+    spec = importlib.machinery.PathFinder.find_spec("tree_sitter._binding", locations) if locations else None
+    if spec is None or not isinstance(spec.loader, importlib.machinery.ExtensionFileLoader):
+        import tree_sitter
+
+        return tree_sitter
+    binding = spec.loader.create_module(spec)
+    sys.modules[spec.name] = binding
+    try:
+        spec.loader.exec_module(binding)
+    except BaseException:
+        del sys.modules[spec.name]
+        raise
+    return binding
+
+
+if TYPE_CHECKING:
+    import tree_sitter as _TREE_SITTER
+else:
+    _TREE_SITTER = _tree_sitter()
 
 
 def _bash_language() -> tree_sitter.Language:
@@ -26,13 +63,13 @@ def _bash_language() -> tree_sitter.Language:
     if spec is None or not isinstance(spec.loader, importlib.machinery.ExtensionFileLoader):
         import tree_sitter_bash
 
-        return tree_sitter.Language(tree_sitter_bash.language())
+        return _TREE_SITTER.Language(tree_sitter_bash.language())
     binding = spec.loader.create_module(spec)
     spec.loader.exec_module(binding)  # type: ignore[arg-type]
-    return tree_sitter.Language(binding.language())  # type: ignore[union-attr]
+    return _TREE_SITTER.Language(binding.language())  # type: ignore[union-attr]
 
 
-PARSER = tree_sitter.Parser(_bash_language())
+PARSER = _TREE_SITTER.Parser(_bash_language())
 _last_tree: tuple[bytes, tree_sitter.Tree] | None = None
 
 

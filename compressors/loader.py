@@ -14,11 +14,8 @@ every file's path, mtime and size, so a change to any file (or a new one) rebuil
 from __future__ import annotations
 
 import os
-import re
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, NamedTuple
 
-from codeoid.compressors.command import Invocation, resolve
+from codeoid.compressors.command import resolve
 from codeoid.compressors.rule_files import (
     BUILTIN_DIR,
     cache_path,
@@ -29,8 +26,14 @@ from codeoid.compressors.rule_files import (
     write_cache,
 )
 from codeoid.compressors.rules import Rule, RuleError, rule_from_table
+from codeoid.records import NamedTuple
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from typing import Any
+
+    from codeoid.compressors.command import Invocation
     from codeoid.compressors.rule_files import Layer, Plain
 
 __all__ = ["BUILTIN_DIR", "RuleSet", "default_user_dir", "load_rules", "read_rule_file", "rule_set"]
@@ -109,6 +112,7 @@ def _build(layers: Iterable[Layer]) -> Plain:
 
 def read_rule_file(path: str) -> list[dict[str, Any]]:
     """The checked rules of one file, in plain form; raises RuleError naming the file and line."""
+    import re  # only when a cache is rebuilt, as tomllib: the cached path needs neither
     import tomllib  # only when a cache is rebuilt: it costs more to import than the cache costs to read
 
     try:
@@ -144,12 +148,16 @@ def read_rule_file(path: str) -> list[dict[str, Any]]:
 
 
 def _line_of_decode_error(message: str) -> int | None:
+    import re
+
     found = re.search(r"at line (\d+)", message)
     return int(found.group(1)) if found else None
 
 
 def _line_of_problem(text: str, start: int, message: str) -> int | None:
     """The line of the key a complaint names (`item.head must be...`), searched from the rule's own table."""
+    import re
+
     found = re.match(r"(?:unknown key )?'?([a-z_]+(?:\.[a-z_]+)?)", message)
     if not found:
         return None
@@ -157,5 +165,7 @@ def _line_of_problem(text: str, start: int, message: str) -> int | None:
 
 
 def _line_of_key(text: str, key: str, start: int) -> int | None:
+    import re
+
     found = re.compile(rf"(?m)^[ \t]*{re.escape(key)}[ \t]*=|[{{,][ \t]*{re.escape(key)}[ \t]*=").search(text, start)
     return text.count("\n", 0, found.start()) + 1 if found else None

@@ -8,11 +8,13 @@ compiled again only by the engine for the one rule that applies.
 
 from __future__ import annotations
 
-import re
-from fnmatch import fnmatchcase
-from typing import Any, NamedTuple
+from codeoid.records import NamedTuple
 
-from codeoid.compressors.command import Invocation
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from codeoid.compressors.command import Invocation
 
 
 class RuleError(Exception):
@@ -66,7 +68,34 @@ class Match(NamedTuple):
 
 
 def _globs_match(globs: list[str], words: list[str]) -> bool:
-    return len(words) >= len(globs) and all(fnmatchcase(word, glob) for glob, word in zip(globs, words, strict=False))
+    return len(words) >= len(globs) and all(glob_match(word, glob) for glob, word in zip(globs, words, strict=False))
+
+
+def glob_match(word: str, glob: str) -> bool:
+    """`fnmatch.fnmatchcase(word, glob)`. A glob with no `[` (every built-in one) is matched here, `*` any run of
+    characters and `?` any one, newlines included, as fnmatch's regex does; only a `[...]` set goes to fnmatch,
+    which would otherwise bring `re` and a compiled pattern per glob to every rewritten Bash call."""
+    if "[" in glob:
+        from fnmatch import fnmatchcase
+
+        return fnmatchcase(word, glob)
+    at = seen = 0
+    star = -1  # where in `glob` the last `*` was, and from where in `word` it is taking characters
+    while seen < len(word):
+        if at < len(glob) and glob[at] == "*":
+            star, taken = at, seen
+            at += 1
+        elif at < len(glob) and (glob[at] == "?" or glob[at] == word[seen]):
+            at += 1
+            seen += 1
+        elif star != -1:
+            taken += 1
+            at, seen = star + 1, taken
+        else:
+            return False
+    while at < len(glob) and glob[at] == "*":
+        at += 1
+    return at == len(glob)
 
 
 def _has_flag(args: tuple[str, ...], flag: str) -> bool:
@@ -182,6 +211,8 @@ class _Checker:
     def pattern(value: Any, key: str) -> str:
         if not isinstance(value, str):
             raise ValueError(f"{key} must be a regular expression string")
+        import re  # only when a rule file is checked (a cache rebuild)
+
         try:
             re.compile(value)
         except re.error as error:

@@ -24,12 +24,14 @@ from __future__ import annotations
 
 import json
 import os
-import re
-from collections.abc import Mapping
-from typing import Any, NamedTuple
+
+from codeoid.records import NamedTuple
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
+
     from codeoid.hooks.shell_facts import ShellFacts
 
 # Modes in which Claude Code's allow rules decide Bash (acceptEdits widens file edits, not Bash commands).
@@ -116,9 +118,28 @@ def _deny_or_ask_may_apply(command: str, facts: ShellFacts, rules: Rules) -> boo
         word = head[0]
         if word in names or os.path.basename(word) in names:
             return True
-        if re.search(rf"(?<![\w-]){re.escape(word)}(?![\w-])", command):
+        if appears_as_word(word, command):
             return True
     return False
+
+
+def appears_as_word(word: str, text: str) -> bool:
+    r"""Whether `word` occurs in `text` with no word character or `-` right before or after it: what
+    `re.search(rf"(?<![\w-]){re.escape(word)}(?![\w-])", text)` finds, without `re` (a word character is what
+    `\w` is in a str pattern: `str.isalnum()` or `_`). Every occurrence is tried, overlapping ones too."""
+    size = len(word)
+    start = text.find(word)
+    while start != -1:
+        end = start + size
+        before_ok = start == 0 or not _word_character(text[start - 1])
+        if before_ok and (end == len(text) or not _word_character(text[end])):
+            return True
+        start = text.find(word, start + 1)
+    return False
+
+
+def _word_character(character: str) -> bool:
+    return character.isalnum() or character in "_-"
 
 
 def load_rules(project_dir: str, env: Mapping[str, str]) -> Rules:

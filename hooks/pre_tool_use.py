@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 
 from codeoid import paths
 from codeoid.rotation.notice import finish_turn_notice
@@ -47,10 +46,11 @@ INTERACTIVE = frozenset({
     "less", "more", "most", "vi", "vim", "nvim", "view", "nano", "pico", "emacs", "top", "htop", "btop", "watch",
     "ssh", "telnet", "ftp", "sftp", "nc", "ncat", "socat", "tmux", "screen", "man", "yes",
 })
-_FOLLOWS = re.compile(r"(?<!\S)(?:--watch(?:All|-all)?|--follow|--looponfail|--serve)(?:=\S*)?(?!\S)")
+# Options that keep a program running (watch modes, servers, `--follow`), alone or as `--option=value`.
+FOLLOW_OPTIONS = frozenset({"--watch", "--watchAll", "--watch-all", "--follow", "--looponfail", "--serve"})
+_ASCII_LETTERS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
 # Characters that end or surround a shell word: what is left between them are the words a program name can be.
 _SHELL_PUNCTUATION = str.maketrans({character: " " for character in "'\"`$;&|()<>{}=\n\t"})
-_TAIL_FOLLOW = re.compile(r"(?<!\S)(?:-[a-zA-Z]*[fF][a-zA-Z]*|--follow(?:=\S*)?)(?!\S)")
 
 
 def run(raw: bytes) -> str | None:
@@ -156,11 +156,29 @@ def _unsafe_to_wrap(command: str, facts: ShellFacts) -> bool:
     names = {os.path.basename(name) for name in facts.command_names}
     if names & (STEP_ASIDE_BUILTINS | INTERACTIVE) or set(facts.functions) & WRAPPER_WORDS:
         return True
-    if "$!" in command or _FOLLOWS.search(command):
+    words = command.split()
+    if "$!" in command or any(_follows(word) for word in words):
         return True
-    if "tail" in names and _TAIL_FOLLOW.search(command):
+    if "tail" in names and any(_tail_follows(word) for word in words):
         return True
     return not all(_quiet_set_argument(argument) for argument in facts.set_arguments)
+
+
+def _follows(word: str) -> bool:
+    """A whitespace-separated word that is one of `FOLLOW_OPTIONS`, alone or with `=value`. Equal to searching
+    the command for `(?<!\\S)(?:--watch(?:All|-all)?|--follow|--looponfail|--serve)(?:=\\S*)?(?!\\S)`: what
+    that finds is always one whole word of `str.split()` (`\\s` and `str.split` agree on whitespace)."""
+    return word.partition("=")[0] in FOLLOW_OPTIONS
+
+
+def _tail_follows(word: str) -> bool:
+    """`tail -f`, `-F`, any cluster of ASCII letters holding f or F (`-n5f` is not one), or `--follow[=...]`:
+    the word-for-word form of `(?<!\\S)(?:-[a-zA-Z]*[fF][a-zA-Z]*|--follow(?:=\\S*)?)(?!\\S)`."""
+    if word.partition("=")[0] == "--follow":
+        return True
+    letters = word[1:]
+    return (word[:1] == "-" and bool(letters) and all(letter in _ASCII_LETTERS for letter in letters)
+            and ("f" in letters or "F" in letters))
 
 
 def _quiet_set_argument(argument: str) -> bool:

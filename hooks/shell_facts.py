@@ -9,11 +9,12 @@ every simple command the way Claude Code's rules are matched against it. Same pa
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
-import tree_sitter
-
 from codeoid.compressors.command import syntax_tree, unescape
+from codeoid.records import NamedTuple
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import tree_sitter
 
 
 class ShellFacts(NamedTuple):
