@@ -437,10 +437,13 @@ def test_the_rewrite_decides_without_loading_the_compression_engine(tmp_path: Pa
         payload = {"session_id": "s", "cwd": str(project), "permission_mode": "default",
                    "hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_use_id": "toolu_modules",
                    "tool_input": {"command": command}}
-        probe = ("import json, sys\n"
+        # Only what the decision loads counts: an editable install's import hook loads more at start-up (site).
+        probe = ("import sys\n"
+                 "before = set(sys.modules)\n"
+                 "import json\n"
                  "from codeoid.hooks import pre_tool_use\n"
                  f"answer = pre_tool_use.run({json.dumps(payload)!r}.encode())\n"
-                 "print(json.dumps({'rewritten': bool(answer), 'modules': sorted(sys.modules)}))\n")
+                 "print(json.dumps({'rewritten': bool(answer), 'modules': sorted(set(sys.modules) - before)}))\n")
         done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, cwd=project)
         assert done.returncode == 0, done.stderr
         report = json.loads(done.stdout)
