@@ -6,7 +6,8 @@ otherwise leaves the command untouched:
 
 - the permission mode is `bypassPermissions` and no deny or ask rule could apply to any part of the command;
 - the mode is `default`, `acceptEdits` or `dontAsk`, every simple command is matched by one of the user's own
-  allow rules, and no deny or ask rule could apply to any part of the command.
+  allow rules or (in `default` and `acceptEdits`) is a read-only command Claude Code runs unasked (`read_only`),
+  and no deny or ask rule could apply to any part of the command.
 
 Each half is judged in the direction that cannot widen: an allow rule counts only when it certainly matches (exact
 text, `prefix:*`, a trailing `*` or ` *`; any other wildcard is not trusted), a deny or ask rule counts whenever it
@@ -16,8 +17,9 @@ command line). Anything that cannot be read with certainty (a settings file that
 `--disallowedTools` flag, a `claude` process whose arguments cannot be seen, the Bash sandbox switched on) means
 no rewrite.
 
-What is deliberately not modelled, so those commands are simply not rewritten: Claude Code's built-in approval of
-read-only commands, `plan` and `auto` modes, permissions granted for the session only, and server-managed policy.
+What is deliberately not modelled, so those commands are simply not rewritten: read-only commands beyond the
+subset `read_only` trusts, `plan` and `auto` modes, permissions granted for the session only, and server-managed
+policy.
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ if TYPE_CHECKING:
 
 # Modes in which Claude Code's allow rules decide Bash (acceptEdits widens file edits, not Bash commands).
 RULE_MODES = frozenset({"default", "acceptEdits", "dontAsk"})
+# Modes in which Claude Code runs read-only commands unasked, seen with the real CLI.
+READ_ONLY_MODES = frozenset({"default", "acceptEdits"})
 # Programs never auto-allowed by the rewrite, whatever the rules say: Claude Code may apply checks of its own to
 # them (paths outside the project, privilege changes), and none of them is worth compressing.
 NEVER_ALLOWED = frozenset({
@@ -64,11 +68,13 @@ class Unsure(Exception):
 
 def could_allow(mode: object, rules: Rules) -> bool:
     """Whether any command at all could be allowed: a cheap answer before the command is parsed."""
-    return mode == "bypassPermissions" or (mode in RULE_MODES and bool(rules.allow))
+    return mode == "bypassPermissions" or mode in READ_ONLY_MODES or (mode in RULE_MODES and bool(rules.allow))
 
 
-def may_allow(command: str, facts: ShellFacts, mode: object, rules: Rules) -> bool:
-    """Whether Claude Code would run `command` unasked under `mode` and `rules` (see the module docstring)."""
+def may_allow(command: str, facts: ShellFacts, mode: object, rules: Rules, *, cwd: str | None,
+              project_dir: str) -> bool:
+    """Whether Claude Code would run `command` unasked under `mode` and `rules` from the shell's current
+    directory `cwd` (see the module docstring)."""
     if _deny_or_ask_may_apply(command, facts, rules):
         return False
     if mode == "bypassPermissions":
@@ -77,7 +83,15 @@ def may_allow(command: str, facts: ShellFacts, mode: object, rules: Rules) -> bo
         return False
     if any(os.path.basename(name) in NEVER_ALLOWED for name in facts.command_names):
         return False
-    return all(any(allow_rule_matches(rule, text.strip()) for rule in rules.allow) for text in facts.simple_commands)
+    unruled = [simple for simple in facts.simple_commands
+               if not any(allow_rule_matches(rule, simple.text.strip()) for rule in rules.allow)]
+    if not unruled:
+        return True
+    if mode not in READ_ONLY_MODES:
+        return False
+    from codeoid.hooks import read_only
+
+    return read_only.runs_unasked([simple.words for simple in unruled], cwd, project_dir)
 
 
 def allow_rule_matches(rule: str, text: str) -> bool:

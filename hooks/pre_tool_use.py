@@ -3,7 +3,8 @@
 The answer is either nothing (Claude Code runs the command untouched, judged by its own rules) or `allow` with
 `updatedInput` holding the wrapper (`codeoid.bash_wrapper`) and every other input field echoed. It is `allow` or
 nothing because a rewrite without a decision would make Claude Code judge, and show the user, the wrapper text
-instead of the command; `allow` is given only where the original was already allowed (`permissions`).
+instead of the command; `allow` is given only where the original was already allowed (`permissions`): by the
+user's allow rules, by the mode, or as a read-only command Claude Code runs unasked (`read_only`).
 
 This runs before every Bash call, so it is kept light: no store, no rule files (the rule loader reads its
 precompiled cache), no subprocess (but one `bash -c` per new bash binary, remembered). The permission rules are
@@ -122,7 +123,8 @@ def rewrite(payload: dict[str, Any], env: Mapping[str, str]) -> dict[str, Any] |
         return None
     rule_book = rule_set(cached) if cached is not None else load_rules(project_dir=project_dir, cache_dir=cache_dir)
     rule = rule_book.match(parsed.invocation)
-    if rule is None or not permissions.may_allow(command, facts, mode, rules):
+    if rule is None or not permissions.may_allow(command, facts, mode, rules, cwd=_str(payload.get("cwd")),
+                                                 project_dir=project_dir):
         return None
     home = paths.data_dir_location() if env.get("CODEOID_HOME") else None
     wrapped = bash_wrapper.wrap(command, tool_use_id=tool_use_id, compressor=compressor, project_dir=project_dir,

@@ -17,6 +17,17 @@ if TYPE_CHECKING:
     import tree_sitter
 
 
+class SimpleCommand(NamedTuple):
+    """One simple command: its text as permission rules are matched against it, and its words.
+
+    `words` is None unless every word is a plain literal: no expansion, no backslash, no unquoted glob, brace or
+    tilde, no `VAR=value` prefix. Only then does the text say exactly which paths the command reads.
+    """
+
+    text: str
+    words: tuple[str, ...] | None
+
+
 class ShellFacts(NamedTuple):
     understood: bool
     # Every command word whose value is known without running anything, unquoted, anywhere in the command
@@ -28,15 +39,18 @@ class ShellFacts(NamedTuple):
     set_arguments: tuple[str, ...]
     # The names of the functions the command defines.
     functions: tuple[str, ...]
-    # The text of each simple command when the whole command is only simple commands joined by `;`, `&&`,
-    # `||`, `|` or newlines, with no substitution and no redirection but `2>&1` or `2>/dev/null`; else None
-    # (a shape whose permission this module cannot judge).
-    simple_commands: tuple[str, ...] | None
+    # Each simple command when the whole command is only simple commands joined by `;`, `&&`, `||`, `|` or
+    # newlines, with no substitution and no redirection but `2>&1` or `2>/dev/null`; else None (a shape whose
+    # permission this module cannot judge).
+    simple_commands: tuple[SimpleCommand, ...] | None
 
 
 _NOT_UNDERSTOOD = ShellFacts(False, (), True, (), (), None)
 # Redirections that neither move stdout nor touch a file.
 _HARMLESS_REDIRECTS = frozenset({"2>&1", "2>/dev/null"})
+# Characters that make bash expand an unquoted word (globs, braces, parameters) or that need unescaping; a tilde
+# is judged by where it stands (`_expands_tilde`).
+_EXPANDING = frozenset("*?[]{}$`\\")
 
 
 def read(command: str) -> ShellFacts:
@@ -72,23 +86,60 @@ def read(command: str) -> ShellFacts:
                       _simple_commands(root, source))
 
 
-def _simple_commands(root: tree_sitter.Node, source: bytes) -> tuple[str, ...] | None:
-    texts: list[str] = []
+def _simple_commands(root: tree_sitter.Node, source: bytes) -> tuple[SimpleCommand, ...] | None:
+    found: list[SimpleCommand] = []
     pending = [child for child in root.named_children if child.type != "comment"]
     while pending:
         node = pending.pop(0)
         if node.type in ("list", "pipeline"):
             pending[:0] = node.named_children
         elif node.type == "command" and not _has_substitution(node):
-            texts.append(_text(node, source))
+            found.append(SimpleCommand(_text(node, source), _literal_words(node)))
         elif node.type == "redirected_statement" and _only_harmless_redirects(node, source):
             body = node.child_by_field_name("body")
             if body is None or body.type != "command" or _has_substitution(body):
                 return None
-            texts.append(_text(node, source))
+            found.append(SimpleCommand(_text(node, source), _literal_words(body)))
         else:
             return None
-    return tuple(texts)
+    return tuple(found)
+
+
+def _literal_words(command: tree_sitter.Node) -> tuple[str, ...] | None:
+    """The command's words when each is a plain literal (see `SimpleCommand`), else None."""
+    words: list[str] = []
+    for child in command.named_children:
+        if child.type == "command_name":
+            child = child.named_children[0] if child.named_child_count == 1 else child
+        word = _literal(child)
+        if word is None:
+            return None
+        words.append(word)
+    return tuple(words) if words else None
+
+
+def _literal(node: tree_sitter.Node) -> str | None:
+    kind = node.type
+    if kind in ("word", "number"):
+        text = _raw(node)
+        return None if _EXPANDING.intersection(text) or _expands_tilde(text) else text
+    if kind == "raw_string":
+        return _raw(node)[1:-1]
+    if kind == "string":
+        if all(child.type == "string_content" for child in node.named_children):
+            text = "".join(_raw(child) for child in node.named_children)
+            return None if _EXPANDING.intersection(text) else text
+        return None
+    if kind == "concatenation":
+        parts = [_literal(child) for child in node.named_children]
+        return None if not parts or None in parts else "".join(part for part in parts if part is not None)
+    return None
+
+
+def _expands_tilde(word: str) -> bool:
+    """Whether bash may expand a tilde in this unquoted word: at its start, or after `=` or `:` (bash expands
+    `--prefix=~/x` too). `HEAD~1` stays as written."""
+    return any(character == "~" and (index == 0 or word[index - 1] in "=:") for index, character in enumerate(word))
 
 
 def _only_harmless_redirects(node: tree_sitter.Node, source: bytes) -> bool:

@@ -177,9 +177,14 @@ def facts(command: str) -> shell_facts.ShellFacts:
     return shell_facts.read(command)
 
 
+# Read-only commands are judged against a project directory; this one need not exist.
+PROJECT = "/nonexistent/codeoid-project"
+
+
 def decide(command: str, mode: str = "default", allow: tuple[str, ...] = (), deny: tuple[str, ...] = (),
-           ask: tuple[str, ...] = ()) -> bool:
-    return permissions.may_allow(command, facts(command), mode, Rules(allow, deny, ask))
+           ask: tuple[str, ...] = (), cwd: str | None = PROJECT) -> bool:
+    return permissions.may_allow(command, facts(command), mode, Rules(allow, deny, ask), cwd=cwd,
+                                 project_dir=PROJECT)
 
 
 @pytest.mark.parametrize(("rule", "command", "allowed"), [
@@ -197,7 +202,7 @@ def decide(command: str, mode: str = "default", allow: tuple[str, ...] = (), den
     ("cat:*", "cat <<EOF\nx\nEOF", False),  # spans lines
 ])
 def test_allow_rules_match_no_more_than_claude_code_would(rule: str, command: str, allowed: bool) -> None:
-    assert decide(command, allow=(rule,)) is allowed
+    assert decide(command, allow=(rule,), mode="dontAsk") is allowed  # a mode where only rules allow
 
 
 def test_every_simple_command_of_a_chain_must_be_allowed() -> None:
@@ -229,12 +234,26 @@ def test_deny_and_ask_rules_win_over_allow_rules_and_over_bypass_mode() -> None:
     ("plan", False), ("auto", False), (None, False), ("something-new", False),
 ])
 def test_modes(mode: str | None, allowed: bool) -> None:
-    assert permissions.may_allow("git status", facts("git status"), mode, Rules(("git status",), (), ())) is allowed
+    assert decide("seq 1 3", mode=mode, allow=("seq 1 3",)) is allowed
 
 
-def test_without_rules_only_bypass_mode_allows() -> None:
-    assert not decide("git status")
-    assert decide("(cd sub && ls) | sort", mode="bypassPermissions")
+@pytest.mark.parametrize(("mode", "allowed"), [
+    ("default", True), ("acceptEdits", True), ("dontAsk", False), ("bypassPermissions", True), ("plan", False),
+    ("auto", False), (None, False),
+])
+def test_without_rules_read_only_commands_are_allowed_where_claude_code_runs_them_unasked(
+        mode: str | None, allowed: bool) -> None:
+    assert decide("git status", mode=mode) is allowed
+    assert not decide("seq 1 3", mode=mode) or mode == "bypassPermissions"
+    assert decide("(cd sub && ls) | sort", mode=mode) is (mode == "bypassPermissions")
+
+
+def test_a_chain_may_mix_allow_rules_and_read_only_commands() -> None:
+    assert decide("seq 1 3 && git status", allow=("seq:*",))
+    assert not decide("seq 1 3 && git status", allow=("seq:*",), mode="dontAsk")
+    assert not decide("seq 1 3 && git status")
+    assert not decide("git status && ls", deny=("ls:*",))
+    assert not decide("git status", cwd=None)
 
 
 def test_programs_claude_code_may_check_itself_are_never_auto_allowed() -> None:
@@ -371,6 +390,18 @@ def test_hook_allows_under_the_users_allow_rule_and_steps_aside_without_one(hook
     assert pre_tool_use(hook_world, "seq 1 100", mode="default") is not None
     write_json(hook_world["project"] / ".claude" / "settings.local.json", {"permissions": {"ask": ["Bash(seq 1:*)"]}})
     assert pre_tool_use(hook_world, "seq 1 100", mode="default") is None
+
+
+def test_hook_allows_a_read_only_command_claude_code_runs_unasked_without_any_rule(
+        hook_world: dict[str, Any]) -> None:
+    answer = pre_tool_use(hook_world, "git diff", mode="default")
+    assert answer is not None
+    assert bash_wrapper.unwrap(answer["hookSpecificOutput"]["updatedInput"]["command"]) == ("git diff", "toolu_hook")
+    assert pre_tool_use(hook_world, "git diff -U1", mode="default") is None  # Claude Code asks about -U
+    assert pre_tool_use(hook_world, "grep -rn x /etc", mode="default") is None  # outside the project
+    assert pre_tool_use(hook_world, "git diff", mode="plan") is None
+    write_json(hook_world["config"] / "settings.json", {"permissions": {"ask": ["Bash(git diff:*)"]}})
+    assert pre_tool_use(hook_world, "git diff", mode="default") is None
 
 
 PASS_THROUGH = {

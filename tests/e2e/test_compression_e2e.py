@@ -149,6 +149,54 @@ def test_without_allow_rules_codeoid_refuses_what_claude_code_refuses(rig: Claud
     assert not outside.exists()
 
 
+PROJECT_PLACEHOLDER = "{project}"
+# With no allow rule at all: read-only commands Claude Code runs unasked (rewritten: True) and commands it asks
+# about or blocks (False), each with a built-in rule, so only the permission decision keeps codeoid out.
+READ_ONLY_CORPUS = {
+    "git status": True, "git status src": True, "git diff": True, "git diff HEAD~1 -- src": True,
+    "git log --oneline -n 5": True, "git log -2 --stat": True, "git show HEAD": True, "git branch -vv": True,
+    "ls -la src": True, "ls -ltr": True, "find . -name '*.py' -not -path './.git/*'": True,
+    "grep -rn --include='*.py' hello .": True, "grep -RH hello src": True, "rg -n hello src": True,
+    "tree -L 2 src": True, "du -sh src": True, "git status && git diff": True, "git diff --cached 2>&1": True,
+    f"ls -la {PROJECT_PLACEHOLDER}/src": True,
+    "git diff -U1": False, "git status -uno": False, "git branch topic": False, "ls /etc": False,
+    "grep -r root /etc/passwd": False, "find /etc -name passwd": False, "ls src/../src": False,
+    "git -C src status": False, f"ls -la {PROJECT_PLACEHOLDER}/..": False,
+}
+
+
+@pytest.mark.e2e
+def test_without_allow_rules_read_only_commands_are_rewritten_exactly_where_claude_code_runs_them(
+        rig: ClaudeRig) -> None:
+    """Claude Code runs some commands unasked in default mode; codeoid may compress those, and must decide
+    nothing else: every result (run or refused) is the same as without codeoid."""
+    rig.env["SHELL"] = "/bin/bash"
+    (rig.project / "src").mkdir()
+    (rig.project / "src" / "app.py").write_text("print('hello')\n")
+    git = ["git", "-c", "user.name=e2e", "-c", "user.email=e2e@codeoid.invalid"]
+    subprocess.run([*git, "add", "src"], cwd=rig.project, check=True, env=rig.env)
+    subprocess.run([*git, "commit", "-qm", "app"], cwd=rig.project, check=True, env=rig.env)
+    (rig.project / "src" / "app.py").write_text("print('hello, world')\n")
+    expected = {command.replace(PROJECT_PLACEHOLDER, str(rig.project)): rewrite
+                for command, rewrite in READ_ONLY_CORPUS.items()}
+    commands = list(expected)
+    plain_calls, plain_run = run_scenario(rig, commands, allow_all=False)
+    rig.install_codeoid()
+    codeoid_calls, codeoid_run = run_scenario(rig, commands, allow_all=False)
+
+    plain, through = results_by_id(plain_run), results_by_id(codeoid_run)
+    stored = episodes(rig)
+    for command, before_call, after_call in zip(commands, plain_calls, codeoid_calls, strict=True):
+        before, after = plain[before_call.id], through[after_call.id]
+        episode = stored.get(after_call.id)  # a refused call never ran: no hook stores it
+        rewritten = episode is not None and bash_wrapper.unwrap(episode["command"]) is not None
+        assert rewritten is expected[command], (command, rig.codeoid_log())
+        assert (after.is_error, model_text(after)) == (before.is_error, model_text(before)), command
+        if rewritten:
+            assert not before.is_error, command  # Claude Code itself ran it unasked
+    assert (rig.project / "src" / "app.py").read_text() == "print('hello, world')\n"
+
+
 @pytest.mark.e2e
 def test_a_command_an_allow_rule_permits_is_rewritten_and_runs_compressed(rig: ClaudeRig) -> None:
     rig.env["SHELL"] = "/bin/bash"
