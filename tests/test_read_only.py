@@ -1,6 +1,6 @@
 """Which commands the rewrite treats as read-only commands Claude Code runs unasked.
 
-Every "yes" here must be a command the real CLI runs with no allow rule (the e2e test replays a corpus of them
+Every "yes" here was seen running under the real CLI with no allow rule (the e2e test replays a corpus of them
 with and without codeoid); every "no" is something Claude Code asks about or that this model cannot judge.
 """
 
@@ -41,6 +41,8 @@ RUN_UNASKED = [
     "rg hi", "rg -n -t py hi src", "rg --type py -g '*.py' hi", "rg -C 2 hi",
     "tree -L 2", "tree -a -I .git src", "du -sh src", "du -d 1", "du --max-depth=1 .",
     "git status && git diff", "git diff --stat; git status", "ls 2>/dev/null", "git status 2>&1",
+    "git status\ngit diff", "git log --author n --since 2020-01-01", "grep -rn -B1 hi src", "rg -n -- -x",
+    "ls -la -- src", "git status --short --branch",
 ]
 
 
@@ -51,6 +53,9 @@ def test_read_only_commands_inside_the_project_run_unasked(project: Path, comman
 
 ASKED = {
     "option not known to be safe": "git diff -U1",
+    "attached git count": "git log -n3",
+    "attached rg type": "rg -tpy hi",
+    "option with a value Claude Code refuses": "git diff --stat=80",
     "git status -uno": "git status -uno",
     "git diff --output writes a file": "git diff --output=x.txt",
     "git global option": "git -C src status",
