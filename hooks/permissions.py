@@ -9,6 +9,11 @@ otherwise leaves the command untouched:
   allow rules or (in `default` and `acceptEdits`) is a read-only command Claude Code runs unasked (`read_only`),
   and no deny or ask rule could apply to any part of the command.
 
+A deny or ask rule of a file tool (`Read(./secrets/**)`, `Edit(...)`...) turns the rewrite off altogether: Claude
+Code checks the paths a Bash command names against them (seen with 2.1.332: `Read(./src/**)` denied `ls src`,
+`grep -rn x src` and `find src`, even under an allow rule `Bash` that matched them), and how it matches those
+globs against each program's arguments is not modelled here.
+
 Each half is judged in the direction that cannot widen: an allow rule counts only when it certainly matches (exact
 text, `prefix:*`, a trailing `*` or ` *`; any other wildcard is not trusted), a deny or ask rule counts whenever it
 might match (its first word appears anywhere in the command, or a command word is computed). Rules come from every
@@ -38,6 +43,9 @@ if TYPE_CHECKING:
 
 # Modes in which Claude Code's allow rules decide Bash (acceptEdits widens file edits, not Bash commands).
 RULE_MODES = frozenset({"default", "acceptEdits", "dontAsk"})
+# Deny and ask rules of these tools say nothing about the files a Bash command reads or writes; any other tool's
+# rule may (Read, Edit, Write, Glob, Grep, NotebookEdit and whatever comes next).
+NOT_ABOUT_FILES = ("Bash", "mcp__", "WebFetch", "WebSearch", "Agent", "Task", "Skill", "SlashCommand")
 # Modes in which Claude Code runs read-only commands unasked, seen with the real CLI.
 READ_ONLY_MODES = frozenset({"default", "acceptEdits"})
 # Programs never auto-allowed by the rewrite, whatever the rules say: Claude Code may apply checks of its own to
@@ -60,6 +68,8 @@ class Rules(NamedTuple):
     allow: tuple[str, ...]
     deny: tuple[str, ...]
     ask: tuple[str, ...]
+    # Some deny or ask rule is about files (a `Read`, `Edit`... rule): Claude Code also checks Bash paths against it.
+    file_rules: bool = False
 
 
 class Unsure(Exception):
@@ -68,6 +78,8 @@ class Unsure(Exception):
 
 def could_allow(mode: object, rules: Rules) -> bool:
     """Whether any command at all could be allowed: a cheap answer before the command is parsed."""
+    if rules.file_rules:
+        return False
     return mode == "bypassPermissions" or mode in READ_ONLY_MODES or (mode in RULE_MODES and bool(rules.allow))
 
 
@@ -75,7 +87,7 @@ def may_allow(command: str, facts: ShellFacts, mode: object, rules: Rules, *, cw
               project_dir: str) -> bool:
     """Whether Claude Code would run `command` unasked under `mode` and `rules` from the shell's current
     directory `cwd` (see the module docstring)."""
-    if _deny_or_ask_may_apply(command, facts, rules):
+    if rules.file_rules or _deny_or_ask_may_apply(command, facts, rules):
         return False
     if mode == "bypassPermissions":
         return True
@@ -163,6 +175,7 @@ def load_rules(project_dir: str, env: Mapping[str, str]) -> Rules:
     allow: list[str] = []
     deny: list[str] = []
     ask: list[str] = []
+    file_rules = False
     managed = [path for path in _MANAGED_PATHS if os.path.exists(path)]
     if os.path.isdir(_MANAGED_DROPINS):
         managed += sorted(os.path.join(_MANAGED_DROPINS, name) for name in os.listdir(_MANAGED_DROPINS)
@@ -200,7 +213,13 @@ def load_rules(project_dir: str, env: Mapping[str, str]) -> Rules:
             allow.extend(_bash_rules(permissions.get("allow"), source))
         deny.extend(_bash_rules(permissions.get("deny"), source))
         ask.extend(_bash_rules(permissions.get("ask"), source))
-    return Rules(tuple(allow), tuple(deny), tuple(ask))
+        file_rules = file_rules or _about_files(permissions.get("deny")) or _about_files(permissions.get("ask"))
+    return Rules(tuple(allow), tuple(deny), tuple(ask), file_rules)
+
+
+def _about_files(entries: object) -> bool:
+    """Whether a (validated) rule list holds a rule of a tool whose rules may concern files."""
+    return isinstance(entries, list) and any(not entry.strip().startswith(NOT_ABOUT_FILES) for entry in entries)
 
 
 def _bash_rules(entries: object, source: str) -> list[str]:

@@ -181,7 +181,7 @@ def facts(command: str) -> shell_facts.ShellFacts:
 PROJECT = "/nonexistent/codeoid-project"
 
 
-def decide(command: str, mode: str = "default", allow: tuple[str, ...] = (), deny: tuple[str, ...] = (),
+def decide(command: str, mode: str | None = "default", allow: tuple[str, ...] = (), deny: tuple[str, ...] = (),
            ask: tuple[str, ...] = (), cwd: str | None = PROJECT) -> bool:
     return permissions.may_allow(command, facts(command), mode, Rules(allow, deny, ask), cwd=cwd,
                                  project_dir=PROJECT)
@@ -304,6 +304,31 @@ def test_rules_come_from_user_project_local_and_settings_flag_layers(tmp_path: P
     assert rules == Rules(("git status", "*"), ("rm:*",), ("git push:*",))
 
 
+@pytest.mark.parametrize(("entries", "about_files"), [
+    ({"deny": ["Read(./.env)"]}, True), ({"ask": ["Edit(./src/**)"]}, True), ({"deny": ["Grep"]}, True),
+    ({"deny": ["mcp__github", "WebFetch(domain:example.com)", "Bash(rm:*)"]}, False),
+    ({"allow": ["Read(./**)"]}, False),
+])
+def test_deny_and_ask_rules_of_file_tools_are_noticed(tmp_path: Path, stand_in_claude: Any,
+                                                      monkeypatch: pytest.MonkeyPatch, entries: dict[str, Any],
+                                                      about_files: bool) -> None:
+    monkeypatch.setattr(permissions, "_MANAGED_PATHS", ())
+    config = tmp_path / "config"
+    write_json(config / "settings.json", {"permissions": entries})
+    rules = permissions.load_rules(str(tmp_path), {"CLAUDE_CONFIG_DIR": str(config), "CLAUDE_PID": stand_in_claude()})
+    assert rules.file_rules is about_files
+
+
+def test_a_file_tools_deny_rule_turns_every_rewrite_off() -> None:
+    """Claude Code checks the paths of `ls src` against `Read(./src/**)` even where an allow rule matches the
+    command, and in which way is not modelled: nothing may be allowed then, in any mode."""
+    with_file_rules = Rules(("*",), (), (), file_rules=True)
+    for mode in ("default", "acceptEdits", "dontAsk", "bypassPermissions"):
+        assert not permissions.could_allow(mode, with_file_rules)
+        assert not permissions.may_allow("ls src", facts("ls src"), mode, with_file_rules, cwd=PROJECT,
+                                         project_dir=PROJECT)
+
+
 def test_setting_sources_limit_which_allow_rules_count(tmp_path: Path, stand_in_claude: Any,
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(permissions, "_MANAGED_PATHS", ())
@@ -401,6 +426,8 @@ def test_hook_allows_a_read_only_command_claude_code_runs_unasked_without_any_ru
     assert pre_tool_use(hook_world, "grep -rn x /etc", mode="default") is None  # outside the project
     assert pre_tool_use(hook_world, "git diff", mode="plan") is None
     write_json(hook_world["config"] / "settings.json", {"permissions": {"ask": ["Bash(git diff:*)"]}})
+    assert pre_tool_use(hook_world, "git diff", mode="default") is None
+    write_json(hook_world["config"] / "settings.json", {"permissions": {"deny": ["Read(./secrets/**)"]}})
     assert pre_tool_use(hook_world, "git diff", mode="default") is None
 
 

@@ -200,6 +200,28 @@ def test_without_allow_rules_read_only_commands_are_rewritten_exactly_where_clau
 
 
 @pytest.mark.e2e
+def test_a_read_deny_rule_keeps_its_paths_refused_even_where_an_allow_rule_matches(rig: ClaudeRig) -> None:
+    """Claude Code checks the paths a Bash command names against Read rules: `ls src` is denied by
+    `Read(./src/**)` although `Bash(ls:*)` allows it. codeoid must not turn that into a run."""
+    rig.env["SHELL"] = "/bin/bash"
+    (rig.project / "src").mkdir()
+    (rig.project / "src" / "secret.txt").write_text("hello\n")
+    rig.write_settings({"permissions": {"allow": ["Bash(ls:*)", "Bash(grep:*)"], "deny": ["Read(./src/**)"]}},
+                       path=rig.project / ".claude" / "settings.local.json")
+    commands = ["ls src", "grep -rn hello src", "ls -la"]
+    plain_calls, plain_run = run_scenario(rig, commands, allow_all=False)
+    rig.install_codeoid()
+    codeoid_calls, codeoid_run = run_scenario(rig, commands, allow_all=False)
+
+    plain, through = results_by_id(plain_run), results_by_id(codeoid_run)
+    for command, before_call, after_call in zip(commands, plain_calls, codeoid_calls, strict=True):
+        before, after = plain[before_call.id], through[after_call.id]
+        assert (after.is_error, model_text(after)) == (before.is_error, model_text(before)), command
+    assert plain[plain_calls[0].id].is_error and plain[plain_calls[1].id].is_error  # Claude Code denies both
+    assert "secret.txt:1:hello" not in model_text(through[codeoid_calls[1].id])
+
+
+@pytest.mark.e2e
 def test_a_command_an_allow_rule_permits_is_rewritten_and_runs_compressed(rig: ClaudeRig) -> None:
     rig.env["SHELL"] = "/bin/bash"
     write_rules(rig, SEQ_RULES)
