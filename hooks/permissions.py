@@ -6,8 +6,9 @@ otherwise leaves the command untouched:
 
 - the permission mode is `bypassPermissions` and no deny or ask rule could apply to any part of the command;
 - the mode is `default`, `acceptEdits` or `dontAsk`, every simple command is matched by one of the user's own
-  allow rules or (in `default` and `acceptEdits`) is a read-only command Claude Code runs unasked (`read_only`),
-  and no deny or ask rule could apply to any part of the command.
+  allow rules (and, unless that rule is a bare `Bash`, names no path outside the project: Claude Code checks
+  those under prefix rules too) or, in `default` and `acceptEdits`, is a read-only command Claude Code runs
+  unasked (`read_only`), and no deny or ask rule could apply to any part of the command.
 
 A deny or ask rule of a file tool (`Read(./secrets/**)`, `Edit(...)`...) turns the rewrite off altogether: Claude
 Code checks the paths a Bash command names against them (seen with 2.1.332: `Read(./src/**)` denied `ls src`,
@@ -95,14 +96,19 @@ def may_allow(command: str, facts: ShellFacts, mode: object, rules: Rules, *, cw
         return False
     if any(os.path.basename(name) in NEVER_ALLOWED for name in facts.command_names):
         return False
-    unruled = [simple for simple in facts.simple_commands
-               if not any(allow_rule_matches(rule, simple.text.strip()) for rule in rules.allow)]
+    from codeoid.hooks import read_only
+
+    unruled = []
+    for simple in facts.simple_commands:
+        matching = [rule for rule in rules.allow if allow_rule_matches(rule, simple.text.strip())]
+        if not matching:
+            unruled.append(simple)
+        elif "*" not in matching and not read_only.paths_stay_inside(simple.words, cwd, project_dir):
+            return False  # Claude Code blocks paths outside the project under any rule but a bare `Bash`
     if not unruled:
         return True
     if mode not in READ_ONLY_MODES:
         return False
-    from codeoid.hooks import read_only
-
     return read_only.runs_unasked([simple.words for simple in unruled], cwd, project_dir)
 
 

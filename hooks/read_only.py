@@ -16,6 +16,10 @@ codeoid), and the checks on words and paths are stricter than Claude Code's:
 
 `cd` is left out (a later command's paths would be judged from a directory that may not be the one it runs in),
 and so are programs with no rule to compress them.
+
+Claude Code checks paths under an allow rule too: with `Bash(ls:*)` it still blocks `ls /etc`, `cat /etc/x`,
+`ls ../` and `ls src/../x` (only a bare `Bash` rule lets them through). `paths_stay_inside` is that check for a
+command a prefix rule allows, made for every program rather than the ones Claude Code knows to read files.
 """
 
 from __future__ import annotations
@@ -85,6 +89,21 @@ def runs_unasked(commands: Sequence[tuple[str, ...] | None], cwd: str | None, pr
         paths = _path_operands(words) if words else None
         if paths is None or not all(_inside(path, project_dir, cwd=cwd) for path in paths):
             return False
+    return True
+
+
+def paths_stay_inside(words: tuple[str, ...] | None, cwd: str | None, project_dir: str) -> bool:
+    """Whether every argument that could be a path outside the project (one with a `/`, a leading `~`, or `..`,
+    also after `=`) stays inside it, taken from `cwd` (the project when unknown); None words (an expansion,
+    glob or `VAR=` prefix) cannot be judged."""
+    if words is None:
+        return False
+    where = cwd or project_dir
+    for word in words[1:]:
+        for candidate in (word, word.partition("=")[2]):
+            if ("/" in candidate or candidate.startswith("~") or candidate == "..") and not _inside(
+                    candidate, project_dir, cwd=where):
+                return False
     return True
 
 

@@ -218,6 +218,21 @@ def test_every_simple_command_of_a_chain_must_be_allowed() -> None:
     assert not decide("x=1; pytest", allow=allow)
 
 
+def test_a_prefix_allow_rule_keeps_claude_codes_own_check_of_paths_outside_the_project() -> None:
+    """Under `Bash(ls:*)` Claude Code still blocks `ls /etc`; only a bare `Bash` rule lets it through."""
+    assert not decide("ls /etc", allow=("ls:*",), mode="dontAsk")
+    assert decide("ls /etc", allow=("*",), mode="dontAsk")
+    assert decide("ls src", allow=("ls:*",), mode="dontAsk")
+    assert decide(f"ls {PROJECT}/src", allow=("ls:*",), mode="dontAsk")
+    assert not decide("cat ../notes", allow=("cat:*",), mode="dontAsk")
+    assert not decide("cat src/../../notes", allow=("cat:*",), mode="dontAsk")
+    assert not decide("pytest --rootdir=/etc", allow=("pytest:*",), mode="dontAsk")
+    assert not decide("ls ~/x", allow=("ls:*",), mode="dontAsk")
+    assert not decide("ls $HOME", allow=("ls:*",), mode="dontAsk")
+    assert decide("grep -rn 'a/b' src", allow=("grep:*",), mode="dontAsk")
+    assert decide("ls /etc", allow=("ls:*",), mode="bypassPermissions")
+
+
 def test_deny_and_ask_rules_win_over_allow_rules_and_over_bypass_mode() -> None:
     assert not decide("git status && rm -rf build", allow=("*",), deny=("rm:*",))
     assert not decide("git status && r\"\"m -rf build", allow=("*",), deny=("rm:*",))

@@ -222,6 +222,36 @@ def test_a_read_deny_rule_keeps_its_paths_refused_even_where_an_allow_rule_match
 
 
 @pytest.mark.e2e
+def test_a_prefix_allow_rule_keeps_paths_outside_the_project_blocked(rig: ClaudeRig) -> None:
+    """Claude Code blocks `ls /etc` under `Bash(ls:*)` (only a bare `Bash` rule lets it through); a rewrite
+    that said `allow` would run it."""
+    rig.env["SHELL"] = "/bin/bash"
+    (rig.project / "src").mkdir()
+    (rig.project / "src" / "app.py").write_text("hello\n")
+    rig.write_settings({"permissions": {"allow": ["Bash(ls:*)", "Bash(grep:*)", "Bash(find:*)"]}},
+                       path=rig.project / ".claude" / "settings.local.json")
+    outside = rig.root / "outside"
+    outside.mkdir()
+    (outside / "elsewhere.txt").write_text("hello\n")
+    expected = {f"ls -la {outside}": False, f"grep -rn hello {outside}": False, "ls -la ../": False,
+                f"find {outside} -name '*.txt'": False, "ls -la src": True, "grep -rn hello src": True}
+    commands = list(expected)
+    plain_calls, plain_run = run_scenario(rig, commands, allow_all=False)
+    rig.install_codeoid()
+    codeoid_calls, codeoid_run = run_scenario(rig, commands, allow_all=False)
+
+    plain, through = results_by_id(plain_run), results_by_id(codeoid_run)
+    stored = episodes(rig)
+    for command, before_call, after_call in zip(commands, plain_calls, codeoid_calls, strict=True):
+        before, after = plain[before_call.id], through[after_call.id]
+        assert (after.is_error, model_text(after)) == (before.is_error, model_text(before)), command
+        assert before.is_error is not expected[command], command  # what Claude Code itself decided
+        episode = stored.get(after_call.id)
+        rewritten = episode is not None and bash_wrapper.unwrap(episode["command"]) is not None
+        assert rewritten is expected[command], command
+
+
+@pytest.mark.e2e
 def test_a_command_an_allow_rule_permits_is_rewritten_and_runs_compressed(rig: ClaudeRig) -> None:
     rig.env["SHELL"] = "/bin/bash"
     write_rules(rig, SEQ_RULES)
