@@ -50,10 +50,20 @@ NOT_ABOUT_FILES = ("Bash", "mcp__", "WebFetch", "WebSearch", "Agent", "Task", "S
 # Modes in which Claude Code runs read-only commands unasked, seen with the real CLI.
 READ_ONLY_MODES = frozenset({"default", "acceptEdits"})
 # Programs never auto-allowed by the rewrite, whatever the rules say: Claude Code may apply checks of its own to
-# them (paths outside the project, privilege changes), and none of them is worth compressing.
+# them (paths outside the project, privilege changes), and none of them is worth compressing. The second group
+# are the builtins and programs that Claude Code 2.1.332 refuses to auto-allow under a prefix rule, or checks
+# argument by argument (read from its binary: code-running builtins, zsh modules, process wrappers, awk, jq,
+# xargs).
 NEVER_ALLOWED = frozenset({
     "sudo", "su", "doas", "rm", "rmdir", "dd", "shred", "truncate", "mkfs", "chmod", "chown", "chgrp", "kill",
     "pkill", "killall", "reboot", "shutdown", "cd", "pushd", "popd",
+    "eval", "source", ".", "exec", "nocorrect", "fc", "coproc", "trap", "enable", "mapfile", "readarray", "hash",
+    "bind", "complete", "compgen", "alias", "let", "watch", "ionice", "chrt", "setsid", "taskset", "strace",
+    "ltrace", "script", "flock", "unshare", "nsenter", "sandbox-exec", "awk", "gawk", "mawk", "nawk", "jq",
+    "xargs", "zmodload", "emulate", "sysopen", "sysread", "syswrite", "sysseek", "zpty", "ztcp", "zsocket",
+    "zf_rm", "zf_mv", "zf_ln", "zf_chmod", "zf_chown", "zf_mkdir", "zf_rmdir", "zf_chgrp", "repeat", "foreach",
+    "zcompile", "setopt", "unsetopt", "disable", "shopt", "autoload", "functions", "zformat", "zparseopts",
+    "zstyle", "zregexparse", "getln", "vared",
 })
 _MANAGED_PATHS = ("/etc/claude-code/managed-settings.json",
                   "/Library/Application Support/ClaudeCode/managed-settings.json")
@@ -103,8 +113,8 @@ def may_allow(command: str, facts: ShellFacts, mode: object, rules: Rules, *, cw
         matching = [rule for rule in rules.allow if allow_rule_matches(rule, simple.text.strip())]
         if not matching:
             unruled.append(simple)
-        elif "*" not in matching and not read_only.paths_stay_inside(simple.words, cwd, project_dir):
-            return False  # Claude Code blocks paths outside the project under any rule but a bare `Bash`
+        elif "*" not in matching and not read_only.allowed_under_prefix_rule(simple.words, cwd, project_dir):
+            return False  # Claude Code checks paths and find's actions under any rule but a bare `Bash`
     if not unruled:
         return True
     if mode not in READ_ONLY_MODES:

@@ -18,8 +18,9 @@ codeoid), and the checks on words and paths are stricter than Claude Code's:
 and so are programs with no rule to compress them.
 
 Claude Code checks paths under an allow rule too: with `Bash(ls:*)` it still blocks `ls /etc`, `cat /etc/x`,
-`ls ../` and `ls src/../x` (only a bare `Bash` rule lets them through). `paths_stay_inside` is that check for a
-command a prefix rule allows, made for every program rather than the ones Claude Code knows to read files.
+`ls ../` and `ls src/../x`, and `Bash(find:*)` never allows `find -delete` or `-exec` (only a bare `Bash` rule
+lets them through). `allowed_under_prefix_rule` is that check for a command a prefix rule allows, made for every
+program rather than the ones Claude Code knows to read files.
 """
 
 from __future__ import annotations
@@ -79,6 +80,8 @@ _FIND_PRIMARIES = frozenset({"-prune", "-o", "-not", "-print", "-empty"})
 _FIND_VALUED = frozenset({"-maxdepth", "-mindepth", "-type", "-name", "-iname", "-path", "-size", "-mtime",
                           "-regex"})
 _FIND_PATH_VALUED = frozenset({"-newer"})
+_FIND_ACTIONS = frozenset({"-exec", "-execdir", "-ok", "-okdir", "-delete", "-rm", "-fprint", "-fprint0", "-fprintf",
+                           "-fls", "-files0-from"})
 
 
 def runs_unasked(commands: Sequence[tuple[str, ...] | None], cwd: str | None, project_dir: str) -> bool:
@@ -92,11 +95,14 @@ def runs_unasked(commands: Sequence[tuple[str, ...] | None], cwd: str | None, pr
     return True
 
 
-def paths_stay_inside(words: tuple[str, ...] | None, cwd: str | None, project_dir: str) -> bool:
-    """Whether every argument that could be a path outside the project (one with a `/`, a leading `~`, or `..`,
-    also after `=`) stays inside it, taken from `cwd` (the project when unknown); None words (an expansion,
-    glob or `VAR=` prefix) cannot be judged."""
+def allowed_under_prefix_rule(words: tuple[str, ...] | None, cwd: str | None, project_dir: str) -> bool:
+    """Whether Claude Code lets a prefix allow rule allow this command: no find action that runs or writes
+    (`-exec`, `-delete`, `-fprint`...), and every argument that could be a path outside the project (one with a
+    `/`, a leading `~`, or `..`, also after `=`) stays inside it, taken from `cwd` (the project when unknown).
+    None words (an expansion, glob or `VAR=` prefix) cannot be judged."""
     if words is None:
+        return False
+    if os.path.basename(words[0]) == "find" and any(_find_action(word) for word in words[1:]):
         return False
     where = cwd or project_dir
     for word in words[1:]:
@@ -105,6 +111,14 @@ def paths_stay_inside(words: tuple[str, ...] | None, cwd: str | None, project_di
                     candidate, project_dir, cwd=where):
                 return False
     return True
+
+
+def _find_action(word: str) -> bool:
+    """A find primary Claude Code never auto-allows: one that runs or writes, or `-[dsx]+f`, which versions of
+    find read differently (it could hide a following action)."""
+    if word in _FIND_ACTIONS:
+        return True
+    return len(word) > 2 and word[0] == "-" and word[-1] == "f" and all(flag in "dsx" for flag in word[1:-1])
 
 
 def _path_operands(words: tuple[str, ...]) -> list[str] | None:

@@ -233,6 +233,16 @@ def test_a_prefix_allow_rule_keeps_claude_codes_own_check_of_paths_outside_the_p
     assert decide("ls /etc", allow=("ls:*",), mode="bypassPermissions")
 
 
+@pytest.mark.parametrize("command", [
+    "find . -name x -delete && git diff", "find . -exec grep -l x {} + ; git diff", "find . -dxf x; git diff",
+    "xargs ls < list.txt; git diff", "let n=1; git diff", "awk 1 notes.txt; git diff", "jq . a.json; git diff",
+])
+def test_what_claude_code_never_allows_under_a_prefix_rule_is_never_allowed(command: str) -> None:
+    everything = ("find:*", "git diff:*", "xargs:*", "let:*", "awk:*", "jq:*")
+    assert not decide(command, allow=everything, mode="dontAsk")
+    assert decide("find . -name '*.py' && git diff", allow=everything, mode="dontAsk")
+
+
 def test_deny_and_ask_rules_win_over_allow_rules_and_over_bypass_mode() -> None:
     assert not decide("git status && rm -rf build", allow=("*",), deny=("rm:*",))
     assert not decide("git status && r\"\"m -rf build", allow=("*",), deny=("rm:*",))

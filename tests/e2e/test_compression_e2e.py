@@ -222,19 +222,20 @@ def test_a_read_deny_rule_keeps_its_paths_refused_even_where_an_allow_rule_match
 
 
 @pytest.mark.e2e
-def test_a_prefix_allow_rule_keeps_paths_outside_the_project_blocked(rig: ClaudeRig) -> None:
-    """Claude Code blocks `ls /etc` under `Bash(ls:*)` (only a bare `Bash` rule lets it through); a rewrite
-    that said `allow` would run it."""
+def test_a_prefix_allow_rule_keeps_claude_codes_own_checks(rig: ClaudeRig) -> None:
+    """Claude Code blocks `ls /etc` under `Bash(ls:*)` and `find -delete` under `Bash(find:*)` (only a bare
+    `Bash` rule lets them through); a rewrite that said `allow` would run them."""
     rig.env["SHELL"] = "/bin/bash"
     (rig.project / "src").mkdir()
     (rig.project / "src" / "app.py").write_text("hello\n")
-    rig.write_settings({"permissions": {"allow": ["Bash(ls:*)", "Bash(grep:*)", "Bash(find:*)"]}},
+    rig.write_settings({"permissions": {"allow": ["Bash(ls:*)", "Bash(grep:*)", "Bash(find:*)", "Bash(git status:*)"]}},
                        path=rig.project / ".claude" / "settings.local.json")
     outside = rig.root / "outside"
     outside.mkdir()
     (outside / "elsewhere.txt").write_text("hello\n")
     expected = {f"ls -la {outside}": False, f"grep -rn hello {outside}": False, "ls -la ../": False,
-                f"find {outside} -name '*.txt'": False, "ls -la src": True, "grep -rn hello src": True}
+                f"find {outside} -name '*.txt'": False, "find . -name nothing -delete && git status": False,
+                "ls -la src": True, "grep -rn hello src": True}
     commands = list(expected)
     plain_calls, plain_run = run_scenario(rig, commands, allow_all=False)
     rig.install_codeoid()
