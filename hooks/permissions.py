@@ -104,8 +104,8 @@ def may_allow(command: str, facts: ShellFacts, mode: object, rules: Rules, *, cw
         return True
     if mode not in RULE_MODES or facts.simple_commands is None or not facts.simple_commands:
         return False
-    if any(os.path.basename(name) in NEVER_ALLOWED for name in facts.command_names):
-        return False
+    if facts.computed_command or any(os.path.basename(name) in NEVER_ALLOWED for name in facts.command_names):
+        return False  # a command word known only when it runs could be any of them
     from codeoid.hooks import read_only
 
     unruled = []

@@ -284,6 +284,7 @@ def test_a_chain_may_mix_allow_rules_and_read_only_commands() -> None:
 def test_programs_claude_code_may_check_itself_are_never_auto_allowed() -> None:
     assert not decide("cd /elsewhere && git status", allow=("*",))
     assert not decide("rm -rf build; ls", allow=("*",))
+    assert not decide("$tool -rf build; ls", allow=("*",))  # the command word is known only when it runs
 
 
 # -- reading the user's settings ------------------------------------------------------------------------------
