@@ -134,7 +134,7 @@ def rewrite(payload: dict[str, Any], env: Mapping[str, str]) -> dict[str, Any] |
             "hookEventName": "PreToolUse",
             "permissionDecision": "allow",
             "permissionDecisionReason": f"codeoid: stdout through rule {rule.name!r}; the command was already "
-                                        "allowed by your permission rules or mode",
+                                        "allowed by your permission rules or mode, or as a read-only command",
             "updatedInput": {**tool_input, "command": wrapped},
         }
     }
