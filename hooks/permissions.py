@@ -10,10 +10,12 @@ otherwise leaves the command untouched:
   those under prefix rules too) or, in `default` and `acceptEdits`, is a read-only command Claude Code runs
   unasked (`read_only`), and no deny or ask rule could apply to any part of the command.
 
-A deny or ask rule of a file tool (`Read(./secrets/**)`, `Edit(...)`...) turns the rewrite off altogether: Claude
-Code checks the paths a Bash command names against them (seen with 2.1.332: `Read(./src/**)` denied `ls src`,
-`grep -rn x src` and `find src`, even under an allow rule `Bash` that matched them), and how it matches those
-globs against each program's arguments is not modelled here.
+A deny or ask rule of a file tool (`Read(./secrets/**)`, `Edit(...)`...) matters too: Claude Code checks the paths
+a Bash command names against them (seen with 2.1.332: `Read(./src/**)` denied `ls src`, `grep -rn x src` and
+`find src`, even under an allow rule `Bash` that matched them). How it matches each program's arguments is not
+modelled; instead the rewrite steps aside whenever such a rule could concern the command at all: when any literal
+run of the rule's pattern (`src`, `.env`) appears in any word of the command or in the real path a word names,
+when the pattern has no literal run (`Read(**)`), or when a word is not a plain literal.
 
 Each half is judged in the direction that cannot widen: an allow rule counts only when it certainly matches (exact
 text, `prefix:*`, a trailing `*` or ` *`; any other wildcard is not trusted), a deny or ask rule counts whenever it
@@ -79,8 +81,9 @@ class Rules(NamedTuple):
     allow: tuple[str, ...]
     deny: tuple[str, ...]
     ask: tuple[str, ...]
-    # Some deny or ask rule is about files (a `Read`, `Edit`... rule): Claude Code also checks Bash paths against it.
-    file_rules: bool = False
+    # The patterns of deny and ask rules about files (`Read(./.env)` gives `./.env`; a bare `Read` gives `**`):
+    # Claude Code also checks the paths of Bash commands against them.
+    file_rules: tuple[str, ...] = ()
 
 
 class Unsure(Exception):
@@ -89,8 +92,6 @@ class Unsure(Exception):
 
 def could_allow(mode: object, rules: Rules) -> bool:
     """Whether any command at all could be allowed: a cheap answer before the command is parsed."""
-    if rules.file_rules:
-        return False
     return mode == "bypassPermissions" or mode in READ_ONLY_MODES or (mode in RULE_MODES and bool(rules.allow))
 
 
@@ -98,7 +99,8 @@ def may_allow(command: str, facts: ShellFacts, mode: object, rules: Rules, *, cw
               project_dir: str) -> bool:
     """Whether Claude Code would run `command` unasked under `mode` and `rules` from the shell's current
     directory `cwd` (see the module docstring)."""
-    if rules.file_rules or _deny_or_ask_may_apply(command, facts, rules):
+    if _deny_or_ask_may_apply(command, facts, rules) or _file_rule_may_apply(rules.file_rules, facts, cwd,
+                                                                             project_dir):
         return False
     if mode == "bypassPermissions":
         return True
@@ -191,7 +193,7 @@ def load_rules(project_dir: str, env: Mapping[str, str]) -> Rules:
     allow: list[str] = []
     deny: list[str] = []
     ask: list[str] = []
-    file_rules = False
+    file_rules: list[str] = []
     managed = [path for path in _MANAGED_PATHS if os.path.exists(path)]
     if os.path.isdir(_MANAGED_DROPINS):
         managed += sorted(os.path.join(_MANAGED_DROPINS, name) for name in os.listdir(_MANAGED_DROPINS)
@@ -229,13 +231,69 @@ def load_rules(project_dir: str, env: Mapping[str, str]) -> Rules:
             allow.extend(_bash_rules(permissions.get("allow"), source))
         deny.extend(_bash_rules(permissions.get("deny"), source))
         ask.extend(_bash_rules(permissions.get("ask"), source))
-        file_rules = file_rules or _about_files(permissions.get("deny")) or _about_files(permissions.get("ask"))
-    return Rules(tuple(allow), tuple(deny), tuple(ask), file_rules)
+        file_rules.extend(_file_patterns(permissions.get("deny")) + _file_patterns(permissions.get("ask")))
+    return Rules(tuple(allow), tuple(deny), tuple(ask), tuple(file_rules))
 
 
-def _about_files(entries: object) -> bool:
-    """Whether a (validated) rule list holds a rule of a tool whose rules may concern files."""
-    return isinstance(entries, list) and any(not entry.strip().startswith(NOT_ABOUT_FILES) for entry in entries)
+def _file_patterns(entries: object) -> list[str]:
+    """The path patterns of a (validated) rule list's rules of tools whose rules may concern files."""
+    if not isinstance(entries, list):
+        return []
+    patterns = []
+    for entry in entries:
+        entry = entry.strip()
+        if entry.startswith(NOT_ABOUT_FILES):
+            continue
+        _, parenthesis, rest = entry.partition("(")
+        patterns.append(rest.removesuffix(")").strip() or "**" if parenthesis else "**")
+    return patterns
+
+
+def _file_rule_may_apply(patterns: tuple[str, ...], facts: ShellFacts, cwd: str | None, project_dir: str) -> bool:
+    """Whether a file rule's pattern could concern the command (see the module docstring): never too few."""
+    if not patterns:
+        return False
+    if facts.simple_commands is None or any(simple.words is None for simple in facts.simple_commands):
+        return True
+    words: list[str] = []
+    for simple in facts.simple_commands:
+        for word in simple.words or ():
+            words.extend(_path_forms(word, cwd or project_dir, project_dir))
+    for pattern in patterns:
+        runs = _literal_runs(pattern)
+        if not runs or any(run in word for run in runs for word in words):
+            return True
+    return False
+
+
+def _path_forms(word: str, cwd: str, project_dir: str) -> list[str]:
+    """A word, and the file it names as written and with symlinks resolved, case folded. A path inside the
+    project is given from the project, so that the directories above it (`/home/me/src/app`) match no rule."""
+    written = os.path.normpath(os.path.join(cwd, word))
+    forms = [] if os.path.isabs(word) else [word]
+    for path, project in ((written, os.path.normpath(project_dir)),
+                          (os.path.realpath(written), os.path.realpath(project_dir))):
+        inside = path == project or path.startswith(project.rstrip("/") + "/")
+        forms.append(os.path.relpath(path, project) if inside else path)
+    return [form.casefold() for form in forms]
+
+
+def _literal_runs(pattern: str) -> list[str]:
+    """The parts of a glob that any path it matches must contain: what is left between wildcards, classes
+    (`[ab]`), alternatives (`{a,b}`) and slashes, without `.`, `..` and `~`."""
+    plain: list[str] = []
+    depth = 0
+    for character in pattern:
+        if character in "[{":
+            depth += 1
+        elif character in "]}":
+            depth = max(depth - 1, 0)
+            plain.append("/")
+        elif depth or character in "*?\\":
+            plain.append("/")
+        else:
+            plain.append(character)
+    return [run.casefold() for run in "".join(plain).split("/") if run not in ("", ".", "..", "~")]
 
 
 def _bash_rules(entries: object, source: str) -> list[str]:

@@ -330,29 +330,63 @@ def test_rules_come_from_user_project_local_and_settings_flag_layers(tmp_path: P
     assert rules == Rules(("git status", "*"), ("rm:*",), ("git push:*",))
 
 
-@pytest.mark.parametrize(("entries", "about_files"), [
-    ({"deny": ["Read(./.env)"]}, True), ({"ask": ["Edit(./src/**)"]}, True), ({"deny": ["Grep"]}, True),
-    ({"deny": ["mcp__github", "WebFetch(domain:example.com)", "Bash(rm:*)"]}, False),
-    ({"allow": ["Read(./**)"]}, False),
+@pytest.mark.parametrize(("entries", "patterns"), [
+    ({"deny": ["Read(./.env)"]}, ("./.env",)), ({"ask": ["Edit(./src/**)"]}, ("./src/**",)),
+    ({"deny": ["Grep"]}, ("**",)), ({"deny": ["Read()"]}, ("**",)),
+    ({"deny": ["mcp__github", "WebFetch(domain:example.com)", "Bash(rm:*)"]}, ()),
+    ({"allow": ["Read(./**)"]}, ()),
 ])
 def test_deny_and_ask_rules_of_file_tools_are_noticed(tmp_path: Path, stand_in_claude: Any,
                                                       monkeypatch: pytest.MonkeyPatch, entries: dict[str, Any],
-                                                      about_files: bool) -> None:
+                                                      patterns: tuple[str, ...]) -> None:
     monkeypatch.setattr(permissions, "_MANAGED_PATHS", ())
     config = tmp_path / "config"
     write_json(config / "settings.json", {"permissions": entries})
     rules = permissions.load_rules(str(tmp_path), {"CLAUDE_CONFIG_DIR": str(config), "CLAUDE_PID": stand_in_claude()})
-    assert rules.file_rules is about_files
+    assert rules.file_rules == patterns
 
 
-def test_a_file_tools_deny_rule_turns_every_rewrite_off() -> None:
-    """Claude Code checks the paths of `ls src` against `Read(./src/**)` even where an allow rule matches the
-    command, and in which way is not modelled: nothing may be allowed then, in any mode."""
-    with_file_rules = Rules(("*",), (), (), file_rules=True)
-    for mode in ("default", "acceptEdits", "dontAsk", "bypassPermissions"):
-        assert not permissions.could_allow(mode, with_file_rules)
-        assert not permissions.may_allow("ls src", facts("ls src"), mode, with_file_rules, cwd=PROJECT,
-                                         project_dir=PROJECT)
+MODES_THAT_ALLOW = ("default", "acceptEdits", "dontAsk", "bypassPermissions")
+
+
+def allowed_with_file_rule(command: str, pattern: str, cwd: str = PROJECT) -> bool:
+    """Whether `command` is allowed, in every mode alike, under a bare `Bash` allow rule and one file rule."""
+    rules = Rules(("*",), (), (), file_rules=(pattern,))
+    answers = {permissions.may_allow(command, facts(command), mode, rules, cwd=cwd, project_dir=PROJECT)
+               for mode in MODES_THAT_ALLOW}
+    assert len(answers) == 1, (command, pattern)
+    return answers.pop()
+
+
+@pytest.mark.parametrize(("command", "pattern", "allowed"), [
+    ("ls src", "./src/**", False),  # denied by Claude Code, seen with the real CLI
+    ("grep -rn x src", "./src/**", False),
+    ("find src -name '*.py'", "./src/**", False),
+    ("git diff", "./src/**", True),
+    ("grep -rn x .", "./src/**", True),  # Claude Code checks the path it is given, not what grep reads under it
+    ("cat .env", "./.env", False),
+    ("cat .ENV", "./.env", False),  # case folded: never fewer matches than a case-insensitive file system
+    ("git status", "./.env", True),
+    ("git diff", "**", False),  # no literal part: it could match anything
+    ("git diff", "{build,dist}/**", False),  # alternatives are not literal parts either
+    ("ls src", "**/*.py", True),
+    ("ls src/app.py", "**/*.py", False),
+    ("ls src/a", "src/[ab]", False),
+    ("ls $DIR", "./.env", False),  # a word known only when it runs
+    ("cat /home/me/.env", "~/.env", False),
+    (f"ls {PROJECT}/lib", "./codeoid-project/**", True),  # the directories above the project match no rule
+    (f"ls {PROJECT}/lib", "./lib/**", False),
+])
+def test_a_file_rule_stops_the_rewrite_wherever_it_could_concern_the_command(command: str, pattern: str,
+                                                                          allowed: bool) -> None:
+    assert allowed_with_file_rule(command, pattern) is allowed
+
+
+def test_a_file_rule_is_matched_against_where_a_symlink_leads(tmp_path: Path) -> None:
+    (tmp_path / "secrets").mkdir()
+    (tmp_path / "innocent").symlink_to(tmp_path / "secrets")
+    assert not allowed_with_file_rule("ls innocent", "./secrets/**", cwd=str(tmp_path))
+    assert allowed_with_file_rule("ls other", "./secrets/**", cwd=str(tmp_path))
 
 
 def test_setting_sources_limit_which_allow_rules_count(tmp_path: Path, stand_in_claude: Any,
@@ -453,8 +487,9 @@ def test_hook_allows_a_read_only_command_claude_code_runs_unasked_without_any_ru
     assert pre_tool_use(hook_world, "git diff", mode="plan") is None
     write_json(hook_world["config"] / "settings.json", {"permissions": {"ask": ["Bash(git diff:*)"]}})
     assert pre_tool_use(hook_world, "git diff", mode="default") is None
-    write_json(hook_world["config"] / "settings.json", {"permissions": {"deny": ["Read(./secrets/**)"]}})
-    assert pre_tool_use(hook_world, "git diff", mode="default") is None
+    write_json(hook_world["config"] / "settings.json", {"permissions": {"deny": ["Read(./.env)"]}})
+    assert pre_tool_use(hook_world, "git diff", mode="default") is not None  # a rule about another path
+    assert pre_tool_use(hook_world, "grep -rn KEY .env", mode="default") is None
 
 
 PASS_THROUGH = {

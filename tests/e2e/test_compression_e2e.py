@@ -202,7 +202,8 @@ def test_without_allow_rules_read_only_commands_are_rewritten_exactly_where_clau
 @pytest.mark.e2e
 def test_a_read_deny_rule_keeps_its_paths_refused_even_where_an_allow_rule_matches(rig: ClaudeRig) -> None:
     """Claude Code checks the paths a Bash command names against Read rules: `ls src` is denied by
-    `Read(./src/**)` although `Bash(ls:*)` allows it. codeoid must not turn that into a run."""
+    `Read(./src/**)` although `Bash(ls:*)` allows it. codeoid must not turn that into a run, and still
+    compresses `ls -la`, which names no path under the rule."""
     rig.env["SHELL"] = "/bin/bash"
     (rig.project / "src").mkdir()
     (rig.project / "src" / "secret.txt").write_text("hello\n")
@@ -219,6 +220,8 @@ def test_a_read_deny_rule_keeps_its_paths_refused_even_where_an_allow_rule_match
         assert (after.is_error, model_text(after)) == (before.is_error, model_text(before)), command
     assert plain[plain_calls[0].id].is_error and plain[plain_calls[1].id].is_error  # Claude Code denies both
     assert "secret.txt:1:hello" not in model_text(through[codeoid_calls[1].id])
+    stored = episodes(rig)
+    assert bash_wrapper.unwrap(stored[codeoid_calls[2].id]["command"]) is not None  # a path the rule is not about
 
 
 @pytest.mark.e2e
