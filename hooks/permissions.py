@@ -15,7 +15,9 @@ a Bash command names against them (seen with 2.1.332: `Read(./src/**)` denied `l
 `find src`, even under an allow rule `Bash` that matched them). How it matches each program's arguments is not
 modelled; instead the rewrite steps aside whenever such a rule could concern the command at all: when any literal
 run of the rule's pattern (`src`, `.env`) appears in any word of the command or in the real path a word names,
-when the pattern has no literal run (`Read(**)`), or when a word is not a plain literal.
+when the pattern has no literal run (`Read(**)`), or when a word is not a plain literal. With a
+`permissions.blockReadsOutsideWorkingDirectories` (or `...Writes...`) setting on, every command, in every mode, must
+keep its paths inside the project as under a prefix rule.
 
 Each half is judged in the direction that cannot widen: an allow rule counts only when it certainly matches (exact
 text, `prefix:*`, a trailing `*` or ` *`; any other wildcard is not trusted), a deny or ask rule counts whenever it
@@ -84,6 +86,9 @@ class Rules(NamedTuple):
     # The patterns of deny and ask rules about files (`Read(./.env)` gives `./.env`; a bare `Read` gives `**`):
     # Claude Code also checks the paths of Bash commands against them.
     file_rules: tuple[str, ...] = ()
+    # A `permissions.block…OutsideWorkingDirectories` setting is on: Claude Code then checks paths under every
+    # rule and mode, a bare `Bash` rule and `bypassPermissions` included.
+    contained: bool = False
 
 
 class Unsure(Exception):
@@ -101,6 +106,8 @@ def may_allow(command: str, facts: ShellFacts, mode: object, rules: Rules, *, cw
     directory `cwd` (see the module docstring)."""
     if _deny_or_ask_may_apply(command, facts, rules) or _file_rule_may_apply(rules.file_rules, facts, cwd,
                                                                              project_dir):
+        return False
+    if rules.contained and not _stays_inside(facts, cwd, project_dir):
         return False
     if mode == "bypassPermissions":
         return True
@@ -194,6 +201,7 @@ def load_rules(project_dir: str, env: Mapping[str, str]) -> Rules:
     deny: list[str] = []
     ask: list[str] = []
     file_rules: list[str] = []
+    contained = False
     managed = [path for path in _MANAGED_PATHS if os.path.exists(path)]
     if os.path.isdir(_MANAGED_DROPINS):
         managed += sorted(os.path.join(_MANAGED_DROPINS, name) for name in os.listdir(_MANAGED_DROPINS)
@@ -232,7 +240,22 @@ def load_rules(project_dir: str, env: Mapping[str, str]) -> Rules:
         deny.extend(_bash_rules(permissions.get("deny"), source))
         ask.extend(_bash_rules(permissions.get("ask"), source))
         file_rules.extend(_file_patterns(permissions.get("deny")) + _file_patterns(permissions.get("ask")))
-    return Rules(tuple(allow), tuple(deny), tuple(ask), tuple(file_rules))
+        contained = contained or _contains(permissions) or _contains(settings)
+    return Rules(tuple(allow), tuple(deny), tuple(ask), tuple(file_rules), contained)
+
+
+def _stays_inside(facts: ShellFacts, cwd: str | None, project_dir: str) -> bool:
+    from codeoid.hooks import read_only
+
+    return facts.simple_commands is not None and all(
+        read_only.allowed_under_prefix_rule(simple.words, cwd, project_dir) for simple in facts.simple_commands)
+
+
+def _contains(permissions: dict[str, Any]) -> bool:
+    """Whether a settings layer turns on one of the settings that block reads or writes outside the working
+    directories (`blockReadsOutsideWorkingDirectories`, `blockFileToolReadsOutsideWorkingDirectories`...)."""
+    return any(key.startswith("block") and key.endswith("OutsideWorkingDirectories") and value is not False
+               for key, value in permissions.items())
 
 
 def _file_patterns(entries: object) -> list[str]:

@@ -389,6 +389,23 @@ def test_a_file_rule_is_matched_against_where_a_symlink_leads(tmp_path: Path) ->
     assert allowed_with_file_rule("ls other", "./secrets/**", cwd=str(tmp_path))
 
 
+def test_blocking_reads_outside_the_working_directories_checks_paths_in_every_mode(
+        tmp_path: Path, stand_in_claude: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(permissions, "_MANAGED_PATHS", ())
+    config = tmp_path / "config"
+    write_json(config / "settings.json", {"permissions": {"allow": ["Bash"],
+                                                          "blockReadsOutsideWorkingDirectories": True}})
+    rules = permissions.load_rules(str(tmp_path), {"CLAUDE_CONFIG_DIR": str(config), "CLAUDE_PID": stand_in_claude()})
+    assert rules.contained
+    for mode in ("default", "bypassPermissions"):
+        assert not permissions.may_allow("ls /etc", facts("ls /etc"), mode, rules, cwd=PROJECT, project_dir=PROJECT)
+        assert permissions.may_allow("ls src", facts("ls src"), mode, rules, cwd=PROJECT, project_dir=PROJECT)
+    assert not permissions.may_allow("(ls src)", facts("(ls src)"), "bypassPermissions", rules, cwd=PROJECT,
+                                     project_dir=PROJECT)
+    assert permissions.may_allow("ls /etc", facts("ls /etc"), "default", rules._replace(contained=False), cwd=PROJECT,
+                                 project_dir=PROJECT)
+
+
 def test_setting_sources_limit_which_allow_rules_count(tmp_path: Path, stand_in_claude: Any,
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(permissions, "_MANAGED_PATHS", ())
