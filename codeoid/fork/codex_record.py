@@ -8,8 +8,10 @@ From those lines:
   `<environment_context>`, skills and developer instructions) are not the user's words;
 - the model's text is the assistant `message` items (the `agent_message` events repeat it for the TUI);
 - a tool call is a `function_call` (an MCP tool: `name` in `namespace`) or `custom_tool_call` (`apply_patch`)
-  with the `…_output` of the same `call_id`; it failed when Codex's `mcp_tool_call_end` event says so (the
-  output item itself has no error flag). A call whose output never came (the run was killed) is not stored.
+  with the `…_output` of the same `call_id`. An MCP call failed when Codex's `mcp_tool_call_end` event says so
+  (the output item itself has no error flag); a shell command (`exec_command`) when the header of its output,
+  before `Output:`, says `Process exited with code N` with N other than 0 (seen with 0.171.0; the rollout keeps
+  no event with the exit code). A call whose output never came (the run was killed) is not stored.
 
 Reasoning items are left out: Codex keeps them encrypted. Prompts and answers are keyed by the rollout's line
 number (`codex:<session id>:<line>`), tool calls by Codex's `call_id`.
@@ -76,7 +78,10 @@ def _item(payload: dict[str, Any], key: str, at: float | None, steps: list[Step]
     elif kind in OUTPUT_TYPES and isinstance(call_id, str) and call_id in calls:
         name, tool_input = calls.pop(call_id)
         output = payload.get("output")
-        error = render.result_text(name, output) if call_id in failed else None
+        if call_id in failed or ("__" not in name and _command_failed(output)):
+            error = render.result_text(name, output)
+        else:
+            error = None
         steps.append(Call(call_id, name, tool_input, output, error, at))
 
 
@@ -104,6 +109,20 @@ def _mcp_failed(result: Any) -> bool:
         return False
     ok = result.get("Ok")
     return "Err" in result or (isinstance(ok, dict) and bool(ok.get("isError")))
+
+
+def _command_failed(output: Any) -> bool:
+    """Whether Codex's own report on a command it ran (`Chunk ID: …\nWall time: …\nProcess exited with code 3\n…
+    Output:\n…`) gives a non-zero exit code. Only the header counts: the command's own output follows it."""
+    if not isinstance(output, str):
+        return False
+    header = output.split("\nOutput:\n", 1)[0] if "\nOutput:\n" in output else ""
+    for line in header.splitlines():
+        for prefix in ("Process exited with code ", "Exit code: "):
+            if line.startswith(prefix):
+                code = line[len(prefix):].strip()
+                return code.lstrip("-").isdigit() and int(code) != 0
+    return False
 
 
 def _parse(raw: bytes) -> dict[str, Any] | None:

@@ -31,9 +31,12 @@ class FakeOpenAI(ScriptedAPI):
     def answer(self, item: ScriptItem) -> tuple[int, str, bytes]:
         if isinstance(item, CallTool):
             namespace, _, name = item.name.rpartition("__")
-            # Codex declares an MCP server's tools inside one namespace tool, and is called back the same way.
-            output: dict[str, Any] = {"type": "function_call", "name": name, "namespace": namespace,
-                                      "arguments": json.dumps(item.arguments), "call_id": item.call_id}
+            # Codex declares an MCP server's tools inside one namespace tool, and is called back the same way; its
+            # own tools (`exec_command`) have no namespace.
+            output: dict[str, Any] = {"type": "function_call", "name": name, "arguments": json.dumps(item.arguments),
+                                      "call_id": item.call_id}
+            if namespace:
+                output["namespace"] = namespace
         else:
             output = {"type": "message", "role": "assistant", "id": "msg_fake",
                       "content": [{"type": "output_text", "text": item}]}

@@ -526,6 +526,24 @@ def test_codeoid_fork_onto_codex_sends_the_parents_turns_and_recalls_its_memory(
     assert lineage("on-codex") == ("durable-1", 2)
 
 
+def test_a_shell_command_that_fails_in_a_codex_fork_is_stored_as_failed(
+    codex_bin: str, fake_openai: FakeOpenAI, codex_home: Path, tmp_path: Path, project: Path, codeoid_home: Path
+) -> None:
+    """Codex's rollout has no exit code of its own for a command; its report, before `Output:`, does."""
+    parent_session(project)
+    printing = "echo 'Process exited with code 9'; echo Output:"  # the command's own output says it too
+    fake_openai.add(CallTool("exec_command", {"cmd": "echo out; echo err >&2; exit 3"}, "call_fails"),
+                    CallTool("exec_command", {"cmd": printing}, "call_passes"), ANSWER)
+
+    done = fork_command(project, "codex", {"HOME": str(tmp_path), "CODEX_HOME": str(codex_home),
+                                           "CODEOID_CODEX_BIN": codex_bin, **CODEX_ENV})
+
+    assert done.returncode == 0, done.stderr[-3000:]
+    tools = [row for row in fork_episodes("on-codex") if row[1] == "tool"]
+    assert [(name, is_error) for _, _, name, _, is_error in tools] == [("exec_command", 1), ("exec_command", 0)]
+    assert "Process exited with code 3" in tools[0][3] and tools[0][3].endswith("out\nerr\n")
+
+
 def test_codeoid_fork_onto_gemini_sends_the_parents_turns_and_recalls_its_memory(
     gemini_bin: str, fake_gemini: FakeGemini, gemini_env: dict[str, str], tmp_path: Path, project: Path,
     codeoid_home: Path,
