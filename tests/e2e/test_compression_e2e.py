@@ -94,6 +94,26 @@ def episodes(rig: ClaudeRig) -> dict[str, dict[str, Any]]:
         connection.close()
 
 
+def assert_codeoid_decides_as_claude_code(rig: ClaudeRig, expected: dict[str, bool]) -> None:
+    """Run `expected`'s commands without any permission flag, first without codeoid and then with it: every
+    result (run or refused) must be the same, Claude Code itself must have run exactly the commands marked True,
+    and codeoid must have rewritten exactly those."""
+    commands = list(expected)
+    plain_calls, plain_run = run_scenario(rig, commands, allow_all=False)
+    rig.install_codeoid()
+    codeoid_calls, codeoid_run = run_scenario(rig, commands, allow_all=False)
+
+    plain, through = results_by_id(plain_run), results_by_id(codeoid_run)
+    stored = episodes(rig)
+    for command, before_call, after_call in zip(commands, plain_calls, codeoid_calls, strict=True):
+        before, after = plain[before_call.id], through[after_call.id]
+        assert (after.is_error, model_text(after)) == (before.is_error, model_text(before)), command
+        assert before.is_error is not expected[command], (command, model_text(before))  # Claude Code's own call
+        episode = stored.get(after_call.id)  # a refused call never ran: no hook stores it
+        rewritten = episode is not None and bash_wrapper.unwrap(episode["command"]) is not None
+        assert rewritten is expected[command], (command, rig.codeoid_log())
+
+
 @pytest.mark.e2e
 def test_every_tool_result_is_the_same_with_codeoid_as_without_it(rig: ClaudeRig) -> None:
     rig.env["SHELL"] = "/bin/bash"
@@ -178,24 +198,9 @@ def test_without_allow_rules_read_only_commands_are_rewritten_exactly_where_clau
     subprocess.run([*git, "add", "src"], cwd=rig.project, check=True, env=rig.env)
     subprocess.run([*git, "commit", "-qm", "app"], cwd=rig.project, check=True, env=rig.env)
     (rig.project / "src" / "app.py").write_text("print('hello, world')\n")
-    expected = {command.replace(PROJECT_PLACEHOLDER, str(rig.project)): rewrite
-                for command, rewrite in READ_ONLY_CORPUS.items()
-                if shutil.which(command.split()[0])}  # rg and tree are not everywhere
-    commands = list(expected)
-    plain_calls, plain_run = run_scenario(rig, commands, allow_all=False)
-    rig.install_codeoid()
-    codeoid_calls, codeoid_run = run_scenario(rig, commands, allow_all=False)
-
-    plain, through = results_by_id(plain_run), results_by_id(codeoid_run)
-    stored = episodes(rig)
-    for command, before_call, after_call in zip(commands, plain_calls, codeoid_calls, strict=True):
-        before, after = plain[before_call.id], through[after_call.id]
-        episode = stored.get(after_call.id)  # a refused call never ran: no hook stores it
-        rewritten = episode is not None and bash_wrapper.unwrap(episode["command"]) is not None
-        assert rewritten is expected[command], (command, rig.codeoid_log())
-        assert (after.is_error, model_text(after)) == (before.is_error, model_text(before)), command
-        if rewritten:
-            assert not before.is_error, command  # Claude Code itself ran it unasked
+    assert_codeoid_decides_as_claude_code(rig, {
+        command.replace(PROJECT_PLACEHOLDER, str(rig.project)): rewrite for command, rewrite in READ_ONLY_CORPUS.items()
+        if shutil.which(command.split()[0])})  # rg and tree are not everywhere
     assert (rig.project / "src" / "app.py").read_text() == "print('hello, world')\n"
 
 
@@ -209,19 +214,7 @@ def test_a_read_deny_rule_keeps_its_paths_refused_even_where_an_allow_rule_match
     (rig.project / "src" / "secret.txt").write_text("hello\n")
     rig.write_settings({"permissions": {"allow": ["Bash(ls:*)", "Bash(grep:*)"], "deny": ["Read(./src/**)"]}},
                        path=rig.project / ".claude" / "settings.local.json")
-    commands = ["ls src", "grep -rn hello src", "ls -la"]
-    plain_calls, plain_run = run_scenario(rig, commands, allow_all=False)
-    rig.install_codeoid()
-    codeoid_calls, codeoid_run = run_scenario(rig, commands, allow_all=False)
-
-    plain, through = results_by_id(plain_run), results_by_id(codeoid_run)
-    for command, before_call, after_call in zip(commands, plain_calls, codeoid_calls, strict=True):
-        before, after = plain[before_call.id], through[after_call.id]
-        assert (after.is_error, model_text(after)) == (before.is_error, model_text(before)), command
-    assert plain[plain_calls[0].id].is_error and plain[plain_calls[1].id].is_error  # Claude Code denies both
-    assert "secret.txt:1:hello" not in model_text(through[codeoid_calls[1].id])
-    stored = episodes(rig)
-    assert bash_wrapper.unwrap(stored[codeoid_calls[2].id]["command"]) is not None  # a path the rule is not about
+    assert_codeoid_decides_as_claude_code(rig, {"ls src": False, "grep -rn hello src": False, "ls -la": True})
 
 
 @pytest.mark.e2e
@@ -236,23 +229,10 @@ def test_a_prefix_allow_rule_keeps_claude_codes_own_checks(rig: ClaudeRig) -> No
     outside = rig.root / "outside"
     outside.mkdir()
     (outside / "elsewhere.txt").write_text("hello\n")
-    expected = {f"ls -la {outside}": False, f"grep -rn hello {outside}": False, "ls -la ../": False,
-                f"find {outside} -name '*.txt'": False, "find . -name nothing -delete && git status": False,
-                "ls -la src": True, "grep -rn hello src": True}
-    commands = list(expected)
-    plain_calls, plain_run = run_scenario(rig, commands, allow_all=False)
-    rig.install_codeoid()
-    codeoid_calls, codeoid_run = run_scenario(rig, commands, allow_all=False)
-
-    plain, through = results_by_id(plain_run), results_by_id(codeoid_run)
-    stored = episodes(rig)
-    for command, before_call, after_call in zip(commands, plain_calls, codeoid_calls, strict=True):
-        before, after = plain[before_call.id], through[after_call.id]
-        assert (after.is_error, model_text(after)) == (before.is_error, model_text(before)), command
-        assert before.is_error is not expected[command], command  # what Claude Code itself decided
-        episode = stored.get(after_call.id)
-        rewritten = episode is not None and bash_wrapper.unwrap(episode["command"]) is not None
-        assert rewritten is expected[command], command
+    assert_codeoid_decides_as_claude_code(rig, {
+        f"ls -la {outside}": False, f"grep -rn hello {outside}": False, "ls -la ../": False,
+        f"find {outside} -name '*.txt'": False, "find . -name nothing -delete && git status": False,
+        "ls -la src": True, "grep -rn hello src": True})
 
 
 @pytest.mark.e2e
