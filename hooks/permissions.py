@@ -37,6 +37,7 @@ from __future__ import annotations
 import json
 import os
 
+from codeoid.hooks import read_only
 from codeoid.records import NamedTuple
 
 TYPE_CHECKING = False
@@ -115,8 +116,6 @@ def may_allow(command: str, facts: ShellFacts, mode: object, rules: Rules, *, cw
         return False
     if facts.computed_command or any(os.path.basename(name) in NEVER_ALLOWED for name in facts.command_names):
         return False  # a command word known only when it runs could be any of them
-    from codeoid.hooks import read_only
-
     unruled = []
     for simple in facts.simple_commands:
         matching = [rule for rule in rules.allow if allow_rule_matches(rule, simple.text.strip())]
@@ -245,8 +244,6 @@ def load_rules(project_dir: str, env: Mapping[str, str]) -> Rules:
 
 
 def _stays_inside(facts: ShellFacts, cwd: str | None, project_dir: str) -> bool:
-    from codeoid.hooks import read_only
-
     return facts.simple_commands is not None and all(
         read_only.allowed_under_prefix_rule(simple.words, cwd, project_dir) for simple in facts.simple_commands)
 
@@ -296,8 +293,7 @@ def _path_forms(word: str, cwd: str, project_dir: str) -> list[str]:
     forms = [] if os.path.isabs(word) else [word]
     for path, project in ((written, os.path.normpath(project_dir)),
                           (os.path.realpath(written), os.path.realpath(project_dir))):
-        inside = path == project or path.startswith(project.rstrip("/") + "/")
-        forms.append(os.path.relpath(path, project) if inside else path)
+        forms.append(os.path.relpath(path, project) if read_only.is_under(path, project) else path)
     return [form.casefold() for form in forms]
 
 

@@ -200,10 +200,11 @@ def _inside(path: str, project_dir: str, *, cwd: str) -> bool:
         return False
     project = os.path.normpath(project_dir)
     written = os.path.normpath(os.path.join(cwd, path))
-    if not _under(written, project):
+    if not is_under(written, project):
         return False
-    return _under(os.path.realpath(written), os.path.realpath(project))
+    return is_under(os.path.realpath(written), os.path.realpath(project))
 
 
-def _under(path: str, directory: str) -> bool:
+def is_under(path: str, directory: str) -> bool:
+    """Whether a normalized absolute `path` is `directory` or inside it."""
     return path == directory or path.startswith(directory.rstrip("/") + "/")
