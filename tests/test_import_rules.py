@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SOURCE_DIRS = {"codeoid": "codeoid", "hooks": "codeoid.hooks", "mcp_server": "codeoid.mcp_server",
                "compressors": "codeoid.compressors"}
 
-SHARED = ("codeoid.paths", "codeoid.log", "codeoid.records", "codeoid.text", "codeoid.workspace",
+SHARED = ("codeoid.paths", "codeoid.log", "codeoid.pages", "codeoid.records", "codeoid.text", "codeoid.workspace",
           "codeoid.exclusions", "codeoid.memory_tools")
 ENTRY_POINTS = ("codeoid.cli", "codeoid.hooks", "codeoid.mcp_server", "codeoid.compressors.runner")
 SEARCH_STACK = ("codeoid.memory.retrieval", "codeoid.memory.ranking", "codeoid.memory.chunking",

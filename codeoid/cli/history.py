@@ -6,6 +6,7 @@ from __future__ import annotations
 import sqlite3
 import sys
 import time
+from collections.abc import Iterable
 from typing import Any
 
 import click
@@ -68,8 +69,13 @@ def timeline(limit: int, offset: int, session_id: str | None, as_json: bool, all
 @click.argument("episode_id")
 @click.option("--raw", "as_raw", is_flag=True, help="Write the exact stored bytes (raw output or episode text).")
 @click.option("--json", "as_json", is_flag=True, help="Print every field as JSON.")
-def show(episode_id: str, as_raw: bool, as_json: bool) -> None:
-    """Show one episode (a number) or raw output (`raw-...`) in full."""
+@click.option("--lines", "line_range", metavar="A-B",
+              help="Only these lines of the text or stdout, exactly (82-120, 82, or 82- for the rest).")
+def show(episode_id: str, as_raw: bool, as_json: bool, line_range: str | None) -> None:
+    """Show one episode (a number) or raw output (`raw-...`) in full, or some of its lines."""
+    if line_range is not None:
+        _show_lines(episode_id, line_range)
+        return
     with open_store() as db:
         if episode_id.startswith("raw-"):
             _show_raw_output(db, episode_id, as_raw=as_raw, as_json=as_json)
@@ -92,6 +98,32 @@ def show(episode_id: str, as_raw: bool, as_json: bool) -> None:
                 click.echo(f"{field}: {value}")
         click.echo("")
         click.echo(row["text"])
+
+
+def _show_lines(episode_id: str, line_range: str) -> None:
+    """Lines `first`..`last` of an episode's text or a raw output's stdout, byte for byte, as stored."""
+    from codeoid.pages import LineRangeError, byte_lines, parse_line_range
+
+    try:
+        first, last = parse_line_range(line_range)
+    except LineRangeError as error:
+        raise click.ClickException(str(error)) from error
+    with open_store() as db:
+        if episode_id.startswith("raw-"):
+            if raw.get_raw_output(db, episode_id) is None:
+                raise click.ClickException(f"No raw output {episode_id}.")
+            chunks: Iterable[bytes] = raw.iter_raw_stdout(db, episode_id)  # streamed: a raw output may be 1 GB
+        else:
+            row = queries.get_episode(db, int(episode_id)) if episode_id.isdigit() else None
+            if row is None:
+                raise click.ClickException(f"No episode {episode_id}.")
+            chunks = [row["text"].encode("utf-8", "surrogatepass")]
+        for number, line in enumerate(byte_lines(chunks), 1):
+            if last is not None and number > last:
+                break
+            if number >= first:
+                sys.stdout.buffer.write(line + b"\n")
+    sys.stdout.buffer.flush()
 
 
 def _show_raw_output(db: sqlite3.Connection, raw_id: str, *, as_raw: bool, as_json: bool) -> None:
@@ -121,13 +153,16 @@ def _show_raw_output(db: sqlite3.Connection, raw_id: str, *, as_raw: bool, as_js
 @click.option("--json", "as_json", is_flag=True, help="Print every field as JSON, episode text whole.")
 @scope_option
 def search(query: str, limit: int, as_json: bool, all_workspaces: bool) -> None:
-    """Find episodes by words and meaning (BM25 and the vector index fused, as the MCP server's recall)."""
-    from codeoid.memory import retrieval  # the vector stack loads only for a search
+    """Find episodes by words and meaning (BM25 and the vector index fused, as the MCP server's recall) and show
+    the lines of each that matched; `codeoid show ID --lines A-B` pages the rest."""
+    from codeoid.memory import hits, retrieval  # the search stack loads only for a search
 
     if not query.strip():
         raise click.ClickException("The query is empty.")
     with open_store() as db:
         found = retrieval.recall_ranked(db, query, workspace_id=workspace_scope(db, all_workspaces), limit=limit)
+        raw_outputs = {row["raw_output_id"]: facts for row in found.rows if row["raw_output_id"]
+                       for facts in [hits.raw_facts(db, row["raw_output_id"])] if facts is not None}
     if found.fallback:
         click.echo(f"BM25 only: {found.fallback}.", err=True)
     if as_json:
@@ -135,9 +170,10 @@ def search(query: str, limit: int, as_json: bool, all_workspaces: bool) -> None:
         return
     if not found.rows:
         click.echo("No episode matches.")
-    for row in found.rows:
-        when = format_time(row["created_at"])
-        click.echo(f"{row['id']:>6}  {row['score']:8.4f}  {when}  {row['kind']:<9} {row['summary']}")
+        return
+    head = f"{len(found.rows)} hit{'s' if len(found.rows) != 1 else ''} for {query!r}, best first ({found.signals})."
+    click.echo(hits.render_hits(head, found.rows, query=query, budget=None, raw_outputs=raw_outputs,
+                                page_call=lambda item, lines: f"codeoid show {item} --lines {lines}"))
 
 
 @cli.command()
