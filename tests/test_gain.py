@@ -248,6 +248,47 @@ def test_a_recall_file_answered_from_a_raw_output_is_charged_back_too(memory: Me
     assert account["net_bytes"] == account["saved_bytes"] - len(found.text.encode())
 
 
+def test_paging_a_raw_output_by_lines_charges_exactly_what_each_page_returned(memory: Memory) -> None:
+    rules = memory.project / ".codeoid" / "rules"
+    rules.mkdir(parents=True)
+    rules.joinpath("logs.toml").write_text('[[rule]]\nname = "long-logs"\nmatch = { program = ["cat"] }\n'
+                                           'head = 20\ntail = 5\n')
+    (memory.project / "build.log").write_text("".join(f"step {index}: compiled unit_{index}.o\n"
+                                                      for index in range(2000)))
+    done = compress("--tool-use-id", "toolu_cat", "--", "cat", "build.log", cwd=memory.project)
+    owner = memory.backing("bs-1")
+    memory.tool(owner, "Bash", {"command": "cat build.log"}, {"stdout": done.stdout.decode(), "stderr": "",
+                                                              "interrupted": False}, raw_output_id="raw-toolu_cat")
+
+    recalled, first, second, one, bad, past, from_file = serve(
+        memory, ("recall", {"query": "compiled unit_1000"}),
+        ("get_episode", {"episode_id": "raw-toolu_cat", "lines": "990-1010"}),
+        ("get_episode", {"episode_id": "raw-toolu_cat", "lines": "1011-"}),
+        ("get_episode", {"episode_id": "raw-toolu_cat", "start_line": 5, "end_line": 5}),
+        ("get_episode", {"episode_id": "raw-toolu_cat", "lines": "ten"}),
+        ("get_episode", {"episode_id": "raw-toolu_cat", "lines": "5000-5001"}),
+        ("recall_file", {"path": "build.log", "lines": "1500-1502"}))
+    accounts = gain(cwd=memory.project)
+
+    assert "raw output raw-toolu_cat: 2,000 lines" in recalled.text  # a hit names the raw output: not a read of it
+    assert bad.is_error and past.is_error
+    assert "step 1000: compiled unit_1000.o" in first.text and "step 1999: compiled unit_1999.o" in second.text
+    assert "step 1499: compiled unit_1499.o" in from_file.text and "step 1502" not in from_file.text
+    reads = [first, second, one, from_file]
+    connection = db.connect()
+    charged = connection.execute("SELECT reader, start_line, end_line, bytes FROM raw_output_reads ORDER BY id"
+                                 ).fetchall()
+    connection.close()
+    assert charged == [("get_episode", 990, 1010, len(first.text.encode())),
+                       ("get_episode", 1011, None, len(second.text.encode())),
+                       ("get_episode", 5, 5, len(one.text.encode())),
+                       ("recall_file", 1500, 1502, len(from_file.text.encode()))]
+    (account,) = accounts["by_rule"]
+    assert (account["reads"], account["charged_bytes"], account["charged_tokens"]) == (
+        4, sum(len(read.text.encode()) for read in reads), sum(tokens(len(read.text)) for read in reads))
+    assert account["net_bytes"] == account["saved_bytes"] - sum(len(read.text.encode()) for read in reads)
+
+
 def test_a_store_from_the_m004_schema_upgrades_and_its_old_outputs_claim_no_saving(seq_project: Path) -> None:
     paths.ensure_private_dir(os.path.dirname(paths.database_path()))
     old = sqlite3.connect(paths.database_path(), isolation_level=None)

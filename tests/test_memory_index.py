@@ -257,4 +257,5 @@ def test_the_mcp_servers_background_indexer_makes_recall_semantic_within_seconds
     assert "BM25 only: the vector index is still empty" in before
     assert "(BM25 + semantic, any word; archived included)." in after
     assert ids["paraphrase"] in episode_ids(after)
-    assert "best match lines 1-1" in after
+    # Found by meaning alone: the hit shows the lines of the chunk that matched, and how to page them.
+    assert f'found by meaning in lines 1 (best: get_episode("{ids["paraphrase"]}", lines="1"))' in after

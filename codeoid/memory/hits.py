@@ -23,6 +23,8 @@ from codeoid.text import one_line
 
 # Room for the line that says which lines matched and how to page them.
 SAY_BYTES = 160
+# The least a shown hit's lines take: its best line's number and head.
+MIN_LINE_BYTES = 64
 # A shown line longer than this shows its head and how many bytes follow; the page call returns it whole.
 LINE_CHARS = 240
 # Lines holding query words a hit shows at most (best first), each with its context.
@@ -66,28 +68,38 @@ def raw_facts(db: sqlite3.Connection, raw_id: str) -> RawFacts | None:
 def render_hits(head: str, rows: Sequence[Row], *, query: str, budget: int | None, page_call: PageCall,
                 raw_outputs: Mapping[str, RawFacts] | None = None, notes: Mapping[int, str] | None = None,
                 more_hint: str = "") -> str:
-    """`head`, then one block per hit, best first, within `budget` bytes (None: each hit at its natural size)."""
+    """`head`, then one block per hit, best first, within `budget` bytes (None: each hit at its natural size).
+
+    As many hits are shown as fit with at least their best line each; the rest are named at the end."""
     raw_outputs = raw_outputs or {}
     notes = notes or {}
     matches = [matched_lines(str(row["text"]), query, chunk=_chunk(row), most=MOST_MATCHED) for row in rows]
     headers = [_header(row, found, raw_outputs, notes.get(int(str(row["id"]))), page_call)
                for row, found in zip(rows, matches, strict=True)]
+    if budget is None:
+        return _render(head, rows, matches, headers, None, page_call, more_hint)
     shown = len(rows)
-    if budget is not None:
-        while shown > 1 and (byte_size(head) + sum(byte_size(h) + 2 for h in headers[:shown])
-                             + byte_size(_left_out_note(rows[shown:], more_hint)) + 2) > budget * 2 // 3:
-            shown -= 1
-    left_out = _left_out_note(rows[shown:], more_hint)
-    fixed = byte_size(head) + sum(byte_size(header) + 3 for header in headers[:shown]) + byte_size(left_out) + 2
-    wanted = [_natural_size(str(row["text"]), found)
-              for row, found in zip(rows[:shown], matches[:shown], strict=True)]
+    while shown > 1 and (byte_size(head) + byte_size(_left_out_note(rows[shown:], more_hint))
+                         + sum(byte_size(header) + SAY_BYTES + MIN_LINE_BYTES for header in headers[:shown])) > budget:
+        shown -= 1
+    while True:  # the estimate above is close; a hit whose say-line ran long can still tip the total over
+        text = _render(head, rows[:shown], matches, headers, budget, page_call, more_hint, left_out=rows[shown:])
+        if byte_size(text) <= budget or shown == 1:
+            return text
+        shown -= 1
+
+
+def _render(head: str, rows: Sequence[Row], matches: list[MatchedLines], headers: list[str], budget: int | None,
+            page_call: PageCall, more_hint: str, left_out: Sequence[Row] = ()) -> str:
+    note = _left_out_note(left_out, more_hint)
+    fixed = byte_size(head) + sum(byte_size(header) + 3 for header in headers[:len(rows)]) + byte_size(note) + 2
+    wanted = [_natural_size(str(row["text"]), found) for row, found in zip(rows, matches, strict=False)]
     allowances = share_budget(wanted, max(budget - fixed, 0)) if budget is not None else wanted
     blocks = [head]
-    for row, found, header, allowance in zip(rows[:shown], matches[:shown], headers[:shown], allowances,
-                                             strict=True):
+    for row, found, header, allowance in zip(rows, matches, headers, allowances, strict=False):
         blocks.append(header + "\n" + _lines_block(row, found, allowance, page_call))
-    if left_out:
-        blocks.append(left_out)
+    if note:
+        blocks.append(note)
     return "\n\n".join(blocks)
 
 
