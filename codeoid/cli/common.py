@@ -12,7 +12,6 @@ from typing import Any
 
 import click
 
-from codeoid.capture import ingest
 from codeoid.store import db as store_db
 from codeoid.store import queries
 
@@ -20,6 +19,8 @@ from codeoid.store import queries
 @contextmanager
 def open_store() -> Iterator[sqlite3.Connection]:
     """Open the store for reading, landing any spooled events first so what is printed is complete."""
+    from codeoid.capture import ingest  # not at the top: `codeoid --version` and the status line never open the store
+
     try:
         db = store_db.connect()
     except store_db.StoreUnavailable as error:
