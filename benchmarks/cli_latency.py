@@ -6,7 +6,9 @@ Reported, as medians and p95 over the runs: `python -c pass` (the floor), `codeo
 and `codeoid search` warm (the Chroma server already running, files in the page cache) and cold (the first search
 after the Chroma server stopped, which starts it), plus `codeoid search` with `CODEOID_VECTOR=off` (BM25 alone).
 
-    .venv/bin/python benchmarks/cli_latency.py [--episodes 10000] [--runs 20] [--markdown]
+    .venv/bin/python benchmarks/cli_latency.py [--episodes 10000] [--runs 20] [--markdown] [--codeoid PATH]
+
+`--codeoid` times another installation's `codeoid` (an older version, say) against the same store.
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ def main() -> None:
     parser.add_argument("--episodes", type=int, default=10_000)
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--markdown", action="store_true")
+    parser.add_argument("--codeoid", default=str(BIN / "codeoid"), help="the codeoid executable to time")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as scratch:
         os.environ["CODEOID_HOME"] = os.path.join(scratch, "home")
@@ -59,7 +62,7 @@ def main() -> None:
             memory.db.close()
             env = {**os.environ, "CODEOID_VECTOR": "on"}
             cwd = memory.project
-            codeoid = str(BIN / "codeoid")
+            codeoid = args.codeoid
             rows: dict[str, list[float]] = {name: [] for name in (
                 "python -c pass", "codeoid --version", "codeoid statusline", "codeoid search (warm)",
                 "codeoid search (cold: Chroma server stopped)", "codeoid search, CODEOID_VECTOR=off")}
