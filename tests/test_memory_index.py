@@ -273,7 +273,7 @@ def test_codeoid_search_finds_by_meaning_without_importing_chromadb(memory: Memo
                           env={**os.environ, "CODEOID_VECTOR": "on"})
 
     assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.startswith(f"3 hits for {PARAPHRASE!r}, best first (BM25 + semantic).")
+    assert done.stdout.startswith("3 hits, best first (BM25 + semantic).")
     assert ids["paraphrase"] in episode_ids(done.stdout)
     assert f"found by meaning in lines 1 (best: codeoid show {ids['paraphrase']} --lines 1)" in done.stdout
     modules = {line.rsplit("|", 1)[1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}

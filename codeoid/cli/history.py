@@ -171,7 +171,7 @@ def search(query: str, limit: int, as_json: bool, all_workspaces: bool) -> None:
     if not found.rows:
         click.echo("No episode matches.")
         return
-    head = f"{len(found.rows)} hit{'s' if len(found.rows) != 1 else ''} for {query!r}, best first ({found.signals})."
+    head = f"{len(found.rows)} hit{'s' if len(found.rows) != 1 else ''}, best first ({found.signals})."
     click.echo(hits.render_hits(head, found.rows, query=query, budget=None, raw_outputs=raw_outputs,
                                 page_call=lambda item, lines: f"codeoid show {item} --lines {lines}"))
 
