@@ -115,8 +115,9 @@ class MemoryTools:
     def recall_file(
         self,
         path: Annotated[str, Field(description="The file, absolute or relative to the project directory.")],
-        lines: Annotated[str | None, Field(description='Lines of the file to show: "82-120" (inclusive), "82" or '
-                                                       '"82-" (to the end). Leave out for all that was read.')] = None,
+        lines: Annotated[str | int | None, Field(description='Lines of the file to show: "82-120" (inclusive), "82" '
+                                                             'or "82-" (to the end). Leave out for all that was '
+                                                             'read.')] = None,
     ) -> str:
         """Return the most recent stored read of a file in this workspace, verbatim (a Read result, also a
         partial one, or the output of `cat <file>`), and whether the file changed on disk since then. lines="a-b"
@@ -165,8 +166,8 @@ class MemoryTools:
     def get_episode(
         self,
         episode_id: Annotated[int | str, Field(description="An episode id such as 42, or a raw output id raw-...")],
-        lines: Annotated[str | None, Field(description='Lines to show: "82-120" (inclusive), "82" or "82-" (to the '
-                                                       'end). Leave out for the whole episode.')] = None,
+        lines: Annotated[str | int | None, Field(description='Lines to show: "82-120" (inclusive), "82" or "82-" '
+                                                             '(to the end). Leave out for the whole episode.')] = None,
         start_line: Annotated[int | None, Field(description="First line to show (1-based); or use lines.",
                                                 ge=1)] = None,
         end_line: Annotated[int | None, Field(description="Last line to show (inclusive); or use lines.",
@@ -296,8 +297,8 @@ def _command_lines(row: Row, *, command_chars: int, with_wrapper: bool) -> list[
     elif row["kind"] == "tool" and row["input"]:
         lines.append(f"input: {one_line(row['input'], INPUT_PREVIEW_CHARS)}")
     if row["raw_output_id"]:
-        lines.append(f"raw output: {row['raw_output_id']} (the exact stdout before compression: "
-                     f"get_episode(\"{row['raw_output_id']}\"))")
+        lines.append(f"raw output: {row['raw_output_id']} (the exact stdout before compression; page it with "
+                     f"{_page_call(row['raw_output_id'], '1-200')})")
     return lines
 
 
@@ -336,8 +337,10 @@ def _page_call(item: str, lines: str) -> str:
     return f'get_episode("{item}", lines="{lines}")'
 
 
-def _line_range(lines: str | None, start_line: int | None, end_line: int | None) -> tuple[int | None, int | None]:
-    """The range asked for, as (first, last): `lines="82-120"`, or the start_line/end_line pair."""
+def _line_range(asked: str | int | None, start_line: int | None, end_line: int | None
+                ) -> tuple[int | None, int | None]:
+    """The range asked for, as (first, last): `lines="82-120"` (or a bare line number), or start_line/end_line."""
+    lines = None if asked is None else str(asked)
     if lines is not None and lines.strip():
         if start_line is not None or end_line is not None:
             raise ToolError(f"Pass either lines={lines!r} or start_line/end_line, not both.")

@@ -153,9 +153,10 @@ def test_a_bigger_budget_shows_more_and_the_output_cap_still_holds(memory: Memor
 def test_get_episode_lines_are_checked_with_clear_errors(memory: Memory) -> None:
     short = str(memory.assistant(memory.backing("bs-1"), "one\ntwo\nthree"))
 
-    one, to_end, words, zero, backwards, both, past = serve(
+    one, number, to_end, words, zero, backwards, both, past = serve(
         memory,
         ("get_episode", {"episode_id": short, "lines": "2"}),
+        ("get_episode", {"episode_id": short, "lines": 3}),
         ("get_episode", {"episode_id": short, "lines": " 2- "}),
         ("get_episode", {"episode_id": short, "lines": "two to three"}),
         ("get_episode", {"episode_id": short, "lines": "0-2"}),
@@ -165,6 +166,7 @@ def test_get_episode_lines_are_checked_with_clear_errors(memory: Memory) -> None
     )
 
     assert shown_lines(one.text) == ["two"] and shown_lines(to_end.text) == ["two", "three"]
+    assert shown_lines(number.text) == ["three"]
     assert words.is_error and "lines='two to three' is not a line range" in words.text and '"82-120"' in words.text
     assert zero.is_error and "lines are numbered from 1" in zero.text
     assert backwards.is_error and "the last line (2) is before the first (3)" in backwards.text
