@@ -34,8 +34,9 @@ CONTEXT = 1
 # A line cut to fit a small budget still shows at least this many bytes of its head.
 MIN_HEAD_BYTES = 40
 COMMAND_CHARS = 240
-# Raw outputs larger than this are not read through to count their lines for a hit (their size is given instead).
-MAX_COUNTED_RAW_BYTES = 32 << 20
+# Raw outputs larger than this are not read through to count their lines for a hit (their size is given instead):
+# counting reads every byte, and a recall must stay fast whatever it finds.
+MAX_COUNTED_RAW_BYTES = 8 << 20
 
 Row = Mapping[str, object]
 # (item id, "82-93") -> how the reader asks for those lines: `get_episode("42", lines="82-93")`, `codeoid show ...`
