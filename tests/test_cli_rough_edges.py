@@ -75,6 +75,7 @@ def test_timeline_takes_a_session_by_name(memory: Memory) -> None:
 
 
 @pytest.mark.parametrize("command", [["timeline", "--session"], ["gain", "--session"], ["rotate", "--session"],
+                                     ["discover", "--session"],
                                      ["fork-capture"], ["fork", "--no-start"]])
 def test_an_unknown_or_ambiguous_session_is_a_usage_error_everywhere(memory: Memory, command: list[str]) -> None:
     two_sessions(memory)

@@ -229,6 +229,7 @@ def gain(session_ref: str | None, period: str | None, since: str | None, as_json
         if period:
             accounts[f"by_{period}"] = ledger.over_time(db, period, workspace_id=workspace_id,
                                                         session_id=session_id, since=since_stamp)
+        hint = ledger.missed_hint(*ledger.missed(db, workspace_id=workspace_id, session_id=session_id))
     if as_json:
         print_json(accounts)
         return
@@ -239,6 +240,8 @@ def gain(session_ref: str | None, period: str | None, since: str | None, as_json
         return
     if not accounts["total"]["runs"]:
         click.echo("No compressed output is recorded here" + (" since then." if since else " yet."))
+        if hint:
+            click.echo(hint)
         return
     click.echo("Sizes in bytes; ~tok is estimated tokens (4 bytes a token). saved = raw - shown; "
                "net = saved - charged (what the model read back).")
@@ -249,14 +252,16 @@ def gain(session_ref: str | None, period: str | None, since: str | None, as_json
                              strict=True):
             click.echo(f"{line}  {bar}".rstrip())
         click.echo("")
-        rows = [accounts["total"]]
-        for line in _gain_table("", rows):
+        for line in _gain_table("", [accounts["total"]]):
             click.echo(line)
-        return
-    for title, rows in tables:
+    else:
+        for title, rows in tables:
+            click.echo("")
+            for line in _gain_table("" if title == "total" else title, rows):
+                click.echo(line)
+    if hint:
         click.echo("")
-        for line in _gain_table("" if title == "total" else title, rows):
-            click.echo(line)
+        click.echo(hint)
 
 
 _GAIN_COLUMNS = (("runs", "runs"), ("raw", "raw_bytes"), ("shown", "shown_bytes"), ("saved", "saved_bytes"),

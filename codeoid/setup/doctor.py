@@ -10,9 +10,11 @@ from __future__ import annotations
 import os
 import platform
 import shutil
+import sqlite3
 import stat
 import subprocess
 import sys
+from contextlib import closing
 from importlib import metadata
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
@@ -58,6 +60,7 @@ def doctor_report(home: Path | None = None, project_dir: Path | None = None) -> 
         *_version_findings(),
         *_permission_findings(data_dir),
         *_backlog_findings(data_dir),
+        *_missed_compression_findings(data_dir),
     ]
 
 
@@ -384,6 +387,21 @@ def _backlog_findings(data_dir: Path) -> list[Finding]:
             )
         )
     return findings
+
+
+def _missed_compression_findings(data_dir: Path) -> list[Finding]:
+    """A pointer to `codeoid discover` when much of the Bash output stored reached the window uncompressed."""
+    database = data_dir / "store.db"
+    if not database.is_file():
+        return []
+    from codeoid.store import ledger
+
+    try:
+        with closing(sqlite3.connect(f"{database.as_uri()}?mode=ro", uri=True, timeout=1)) as db:
+            hint = ledger.missed_hint(*ledger.missed(db))
+    except sqlite3.Error:
+        return []  # a busy or damaged store is reported by the checks that own it
+    return [Finding("info", hint)] if hint else []
 
 
 def _is_executable(path: str | None) -> bool:
