@@ -183,6 +183,7 @@ def search(query: str, limit: int, as_json: bool, all_workspaces: bool) -> None:
         raise click.ClickException("The query is empty.")
     with open_store() as db:
         found = retrieval.recall_ranked(db, query, workspace_id=workspace_scope(db, all_workspaces), limit=limit)
+        roots = dict(db.execute("SELECT id, root FROM workspaces").fetchall()) if all_workspaces else {}
     if found.fallback:
         click.echo(f"BM25 only: {found.fallback}.", err=True)
     if as_json:
@@ -190,9 +191,13 @@ def search(query: str, limit: int, as_json: bool, all_workspaces: bool) -> None:
         return
     if not found.rows:
         click.echo("No episode matches.")
+    if found.rows:
+        workspace_heading = "workspace  " if roots else ""
+        click.echo(f"{'id':>6}  {'score':>8}  {'time':<19}  {'kind':<9} {workspace_heading}summary")
     for row in found.rows:
         when = format_time(row["created_at"])
-        click.echo(f"{row['id']:>6}  {row['score']:8.4f}  {when}  {row['kind']:<9} {row['summary']}")
+        where = f"{roots.get(row['workspace_id'], '?')}  " if roots else ""
+        click.echo(f"{row['id']:>6}  {row['score']:8.4f}  {when}  {row['kind']:<9} {where}{row['summary']}")
 
 
 @cli.command(epilog="""\b
@@ -390,4 +395,4 @@ def reindex() -> None:
             raise click.ClickException(f"The vector index cannot be reached: {error}") from error
         except store_db.StoreUnavailable as error:
             raise click.ClickException(f"The store is busy: {error}") from error
-    click.echo(f"Indexed {total} episodes.")
+    click.echo(f"Indexed {plural(total, 'episode')}.")

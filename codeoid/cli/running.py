@@ -15,7 +15,7 @@ from codeoid.store import db as store_db
 
 if TYPE_CHECKING:
     from codeoid.fork.launch import Launch
-from codeoid.cli.common import open_store, session_id_of
+from codeoid.cli.common import open_store, plural, session_id_of
 from codeoid.cli.group import cli
 
 
@@ -82,10 +82,10 @@ def fork(session: str, claude_args: tuple[str, ...], at_turn: int | None, backen
 
     The fork takes SESSION's conversation up to a turn; SESSION is untouched. SESSION is a codeoid session id (or a
     unique prefix), a session name, or a Claude Code session id. By default the fork starts interactively: on claude
-    under the supervisor, as `codeoid run` would, with the arguments after `--` (e.g. `-- --model claude-
-    sonnet-4-5`); on codex or gemini as that CLI itself, with codeoid's memory tools but without codeoid's hooks:
-    when that CLI exits, codeoid stores the fork's new turns from the CLI's own session record (`codeoid fork-
-    capture` does it later, e.g. after --no-start).
+    under the supervisor, as `codeoid run` would, with the arguments after `--` (e.g. `-- --model
+    claude-sonnet-4-5`); on codex or gemini as that CLI itself, with codeoid's memory tools but without codeoid's
+    hooks: when that CLI exits, codeoid stores the fork's new turns from the CLI's own session record (`codeoid
+    fork-capture` does it later, e.g. after --no-start).
     """
     import shlex
     import subprocess
@@ -122,8 +122,8 @@ def fork(session: str, claude_args: tuple[str, ...], at_turn: int | None, backen
             raise click.ClickException(str(error)) from error
         except store_db.StoreUnavailable as error:
             raise click.ClickException(f"The store is busy: {error}") from error
-    kept = (f"all {made.total_turns} turns" if made.kept_turns == made.total_turns
-            else f"the newest {made.kept_turns} of {made.total_turns} turns (recall finds the rest)")
+    kept = (f"all {plural(made.total_turns, 'turn')}" if made.kept_turns == made.total_turns
+            else f"the newest {made.kept_turns:,} of {plural(made.total_turns, 'turn')} (recall finds the rest)")
     click.echo(f"Forked session {made.parent_id} at turn {made.at_turn} into {made.session_id}: {kept}.", err=True)
     start = made.start
     if isinstance(start, Launch):
@@ -200,7 +200,7 @@ def _capture_fork(backend: str, session_id: str) -> None:
         click.echo(f"codeoid could not store the fork's turns from {backend} ({error}); run `codeoid fork-capture "
                    f"{session_id}` to try again.", err=True)
         return
-    click.echo(f"Stored {stored} new episodes from {backend}'s record in session {session_id}.", err=True)
+    click.echo(f"Stored {plural(stored, 'new episode')} from {backend}'s record in session {session_id}.", err=True)
 
 
 @cli.command("fork-capture")
@@ -227,7 +227,7 @@ def fork_capture(session: str) -> None:
             raise click.ClickException(f"The store is busy: {error}") from error
         except OSError as error:
             raise click.ClickException(f"The fork's session record cannot be read: {error}") from error
-    click.echo(f"Stored {stored} new episodes in session {session_id}.")
+    click.echo(f"Stored {plural(stored, 'new episode')} in session {session_id}.")
 
 
 @cli.command(epilog="""\b
