@@ -148,7 +148,7 @@ def test_sessions_and_timeline_have_headers_plurals_and_name_the_workspace(memor
     every = codeoid(memory, "timeline", "--all-workspaces").output.splitlines()
     assert every[0].split() == ["id", "time", "kind", "workspace", "summary"]
     assert any(str(other.resolve()) in line and "elsewhere" in line for line in every[1:])
-    found = codeoid(memory, "search", "elsewhere", "--all-workspaces").output.splitlines()
+    found = codeoid(memory, "search", "elsewhere", "--all-workspaces").stdout.splitlines()
     assert found[0].split() == ["id", "score", "time", "kind", "workspace", "summary"]
     assert str(other.resolve()) in found[1] and "elsewhere" in found[1]
 
