@@ -38,6 +38,7 @@ class Browser:
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         self.errors: list[str] = []
         self.console: list[str] = []
+        self.loads = 0  # load events seen so far
         self._next_id = 0
         try:
             self.socket = websocket.create_connection(self._browser_url(profile), timeout=COMMAND_TIMEOUT,
@@ -87,7 +88,9 @@ class Browser:
         message = json.loads(self.socket.recv())
         method = message.get("method")
         params = message.get("params", {})
-        if method == "Runtime.exceptionThrown":
+        if method == "Page.loadEventFired":
+            self.loads += 1
+        elif method == "Runtime.exceptionThrown":
             self.errors.append(f"exception: {params['exceptionDetails'].get('text')}")
         elif method == "Runtime.consoleAPICalled":
             text = " ".join(str(arg.get("value", arg.get("description", ""))) for arg in params.get("args", []))
@@ -102,12 +105,22 @@ class Browser:
 
     def open(self, url: str) -> None:
         """Load `url` and wait for its load event."""
+        before = self.loads
         self.call("Page.navigate", {"url": url})
+        self._wait_for_load(before, url)
+
+    def click(self, selector: str) -> None:
+        """Click what `selector` picks (a link or a form's button) and wait for the page it leads to."""
+        before = self.loads
+        self.evaluate(f"document.querySelector({json.dumps(selector)}).click()")
+        self._wait_for_load(before, selector)
+
+    def _wait_for_load(self, before: int, what: str) -> None:
         deadline = time.monotonic() + COMMAND_TIMEOUT
-        while time.monotonic() < deadline:
-            if self._receive().get("method") == "Page.loadEventFired":
-                return
-        raise TimeoutError(f"{url} did not finish loading")
+        while self.loads == before:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{what}: no page finished loading")
+            self._receive()
 
     def evaluate(self, expression: str) -> Any:
         result = self.call("Runtime.evaluate", {"expression": expression, "returnByValue": True})

@@ -82,9 +82,10 @@ def populate(memory: Memory) -> dict[str, object]:
 class Viewer:
     """`codeoid ui` running in the background; `url` is what it printed."""
 
-    def __init__(self, home: Path, cwd: Path) -> None:
-        self.process = subprocess.Popen([executable("codeoid"), "ui"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                        text=True, cwd=cwd, env={**os.environ, "CODEOID_HOME": str(home)})
+    def __init__(self, home: Path, cwd: Path, *args: str) -> None:
+        self.process = subprocess.Popen([executable("codeoid"), "ui", *args], stdout=subprocess.PIPE,
+                                        stderr=subprocess.PIPE, text=True, cwd=cwd,
+                                        env={**os.environ, "CODEOID_HOME": str(home)})
         assert self.process.stdout is not None
         line = self.process.stdout.readline()  # printed once the server accepts requests
         found = re.search(r"(http://127\.0\.0\.1:\d+/[\w-]+/)", line)
@@ -186,10 +187,7 @@ def test_search_in_chromium_finds_the_expected_episode_with_why(
     assert indexed.returncode == 0, indexed.stderr
     browser.open(f"{served.url}search")
     browser.evaluate("document.querySelector('input[name=q]').value = 'tokenizer grammar file'")
-    browser.call("Page.navigate", {"url": browser.evaluate(
-        "(() => { const f = document.querySelector('form'); return f.action + '?' + "
-        "new URLSearchParams(new FormData(f)).toString(); })()")})
-    browser.open(str(browser.evaluate("location.href")))
+    browser.click("form.search button")
     # The workspace `codeoid ui` runs in is searched by default, by words and meaning, as recall searches it.
     assert "ranked by BM25 + semantic" in text_of(browser), text_of(browser)[:600]
     first = browser.evaluate("document.querySelector('table tr:nth-child(2)').innerText")
@@ -237,3 +235,45 @@ def test_ui_refuses_to_start_without_a_store(tmp_path: Path) -> None:
     assert not (tmp_path / "empty").exists()
 
 
+
+
+def post(url: str, origin: str | None = None) -> int:
+    request = urllib.request.Request(url, method="POST", data=b"", headers={"Origin": origin} if origin else {})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as answer:
+            return int(answer.status)
+    except urllib.error.HTTPError as refused:
+        return refused.code
+
+
+def state_of(memory: Memory, episode_id: object) -> str:
+    return str(memory.db.execute("SELECT state FROM episodes WHERE id = ?", (episode_id,)).fetchone()[0])
+
+
+def test_the_viewer_cannot_retract_unless_started_to(viewer: tuple[Viewer, dict[str, object]],
+                                                     memory: Memory) -> None:
+    served, facts = viewer
+    assert post(f"{served.url}episode/{facts['bash']}/retract") in (404, 405)
+    with urllib.request.urlopen(f"{served.url}episode/{facts['bash']}", timeout=10) as page:
+        assert b"Retract this episode" not in page.read()
+    assert state_of(memory, facts["bash"]) == "archived"
+
+
+@pytest.mark.slow
+def test_with_allow_retract_an_episode_page_retracts_it_in_chromium(memory: Memory, browser: Browser) -> None:
+    facts = populate(memory)
+    served = Viewer(memory.home, memory.project, "--allow-retract")
+    try:
+        assert post(f"{served.url}episode/{facts['bash']}/retract", origin="http://evil.example") == 403
+        assert state_of(memory, facts["bash"]) == "archived"
+
+        browser.open(f"{served.url}episode/{facts['bash']}")
+        browser.click("form.retract button")
+        assert f"Episode {facts['bash']} is retracted (it was archived)" in text_of(browser)
+        assert f"codeoid restore {facts['bash']}" in text_of(browser)
+        assert state_of(memory, facts["bash"]) == "retracted"
+        browser.open(f"{served.url}session/{facts['session']}")
+        assert "pytest -v" not in text_of(browser)  # gone from the timeline
+        assert browser.errors == []
+    finally:
+        served.close()

@@ -27,13 +27,15 @@ SECURITY_HEADERS = {
     "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; "
                                "form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
     "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "no-referrer",
+    # same-origin, not no-referrer: with no-referrer a browser posts `Origin: null`, and retract checks Origin.
+    "Referrer-Policy": "same-origin",
     "Cache-Control": "no-store",
 }
 
 
-def create_app(token: str, *, data_dir: Path, project_dir: Path) -> Starlette:
-    """The viewer for the store in `data_dir`, served under `/<token>/`."""
+def create_app(token: str, *, data_dir: Path, project_dir: Path, allow_retract: bool = False) -> Starlette:
+    """The viewer for the store in `data_dir`, served under `/<token>/`; with `allow_retract`, episode pages can
+    retract their episode (a POST from the viewer's own pages only)."""
     links = Links(token)
     store_path = data_dir / "store.db"
 
@@ -73,7 +75,7 @@ def create_app(token: str, *, data_dir: Path, project_dir: Path) -> Starlette:
         Route("/session/{ref}", html(lambda db, request: pages.timeline_page(
             db, links, request.path_params["ref"], number(request, "offset", 0)))),
         Route("/episode/{episode_id:int}", html(lambda db, request: pages.episode_page(
-            db, links, request.path_params["episode_id"]))),
+            db, links, request.path_params["episode_id"], may_retract=allow_retract))),
         Route("/raw/{raw_id}", html(lambda db, request: pages.raw_page(
             db, links, request.path_params["raw_id"], number(request, "page", 1)))),
         Route("/search", html(lambda db, request: pages.search_page(
@@ -82,6 +84,19 @@ def create_app(token: str, *, data_dir: Path, project_dir: Path) -> Starlette:
             db, links, "week" if request.query_params.get("period") == "week" else "day", since(request)))),
         Route("/status", html(lambda db, request: pages.status_page(db, links, data_dir, project_dir))),
     ]
+
+    if allow_retract:
+        retract = html(lambda db, request: pages.retract_episode(db, links, request.path_params["episode_id"]))
+
+        def same_origin_retract(request: Request) -> Response:
+            # The token keeps other sites from knowing the URL; the Origin check refuses a form posted from one
+            # that learned it anyway (browsers send Origin with every POST).
+            origin = request.headers.get("origin")
+            if origin is not None and origin != f"{request.url.scheme}://{request.url.netloc}":
+                return PlainTextResponse("Refused: the request did not come from this viewer.", status_code=403)
+            return retract(request)
+
+        routes.append(Route("/episode/{episode_id:int}/retract", same_origin_retract, methods=["POST"]))
 
     def not_found(request: Request, exc: Exception) -> Response:
         return PlainTextResponse("Not found.", status_code=404)

@@ -46,7 +46,8 @@ summary { cursor: pointer; }
 .status-ok { color: var(--ok); } .status-info { color: var(--muted); }
 .status-warn { color: var(--warn); } .status-fail { color: var(--bad); }
 form.search input[type=text] { width: 60%; padding: 6px 8px; font: inherit; }
-form.search button, form.search select { padding: 6px 10px; font: inherit; }
+form.search button, form.search select, form.retract button { padding: 6px 10px; font: inherit; }
+form.retract { margin-top: 12px; }
 mark { background: #fff3c4; }
 .pager { margin: 12px 0; display: flex; gap: 16px; }
 .window-start { margin: 14px 0 4px; font-size: 12px; border-top: 1px dashed var(--line); padding-top: 6px; }

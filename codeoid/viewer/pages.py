@@ -162,13 +162,31 @@ def _tool_input(row: dict[str, Any]) -> str:
     return f"<pre>{esc(shown)}</pre>" if shown and shown != "null" else ""
 
 
-def episode_page(db: sqlite3.Connection, links: Links, episode_id: int) -> str:
+def episode_page(db: sqlite3.Connection, links: Links, episode_id: int, *, may_retract: bool) -> str:
     row = queries.get_episode(db, episode_id)
     if row is None or row["state"] == "retracted":
         raise NotFound(f"No episode {episode_id} is stored, or it was retracted.")
+    retract = (f'<form class=retract method=post action="{links(f"episode/{episode_id}/retract")}"><button>Retract '
+               "this episode</button> <span class=muted>hidden from recall, the timeline and the vector index; "
+               f"<code>codeoid restore {episode_id}</code> gives it back</span></form>" if may_retract else "")
     body = (f'<h1>Episode {episode_id}</h1><p>In session <a href="{links.session(row["session_id"])}">'
-            f"{esc(row['session_id'])}</a>.</p>{_episode(row, links)}")
+            f"{esc(row['session_id'])}</a>.</p>{_episode(row, links)}{retract}")
     return page(links, "sessions", f"Episode {episode_id}", body.replace("<details>", "<details open>"))
+
+
+def retract_episode(db: sqlite3.Connection, links: Links, episode_id: int) -> str:
+    """Retract one episode (`codeoid retract`'s own function) and say how to undo it."""
+    from codeoid.store import retraction
+
+    row = queries.get_episode(db, episode_id)
+    if row is None:
+        raise NotFound(f"No episode {episode_id} is stored.")
+    changed = retraction.retract(db, [episode_id])
+    said = "was retracted already" if not changed else f"is retracted (it was {esc(changed[0].before)})"
+    body = (f"<h1>Episode {episode_id} {said}</h1><p>It is hidden from recall, the timeline, get_episode and the "
+            f"vector index, and kept in the store: <code>codeoid restore {episode_id}</code> gives it back.</p>"
+            f'<p><a href="{links.session(row["session_id"])}">Back to its session</a></p>')
+    return page(links, "sessions", f"Retracted {episode_id}", body)
 
 
 def raw_page(db: sqlite3.Connection, links: Links, raw_id: str, page_number: int) -> str:

@@ -36,12 +36,12 @@ def bind(port: int = 0) -> socket.socket:
 
 
 def serve(listener: socket.socket, token: str, *, data_dir: Path, project_dir: Path,
-          on_ready: Callable[[str], None]) -> None:
+          on_ready: Callable[[str], None], allow_retract: bool = False) -> None:
     """Serve until interrupted (Ctrl-C or SIGTERM); `on_ready` gets the URL once the server accepts requests."""
 
     port = listener.getsockname()[1]
     url = f"http://{HOST}:{port}/{token}/"
-    app = create_app(token, data_dir=data_dir, project_dir=project_dir)
+    app = create_app(token, data_dir=data_dir, project_dir=project_dir, allow_retract=allow_retract)
     config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off")
     server = _AnnouncingServer(config, lambda: on_ready(url))
     server.run(sockets=[listener])
