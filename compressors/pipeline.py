@@ -39,10 +39,11 @@ MAX_PINNED = 4096
 # Kept bytes held for the budget before it is spent on what is held so far (bounds memory on endless output).
 BUDGET_WINDOW = 2 * 1024 * 1024
 # About what a gap marker costs: a cut of fewer bytes between kept lines is not worth making.
-MARKER_COST = 64
+MARKER_COST = 96
 # Index lines (one per item) held before the rest are only counted.
 MAX_INDEX = 4096
 _FIELD = re.compile(r"\{(\w+)\}")
+_TEMPLATE = re.compile(r"\[\[(.*?)\]\]|\{(\w+)\}", re.S)
 
 KEEP, OMIT, PENDING, DROP, NOTE = range(5)
 # Removal reasons that a gap marker does not spell out (the marker's count says enough).
@@ -84,10 +85,12 @@ class _Gap:
 
 
 class _ItemState:
-    __slots__ = ("name", "total", "counted", "seen", "omitted", "tail", "tallies", "fields")
+    __slots__ = ("name", "total", "counted", "seen", "omitted", "tail", "tallies", "fields", "first", "last")
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, first: int) -> None:
         self.name = name
+        self.first = first  # its raw line numbers, for the index: where get_episode finds the whole item
+        self.last = first
         self.total = 0
         self.counted = 0
         self.seen = 0
@@ -194,6 +197,7 @@ class Pipeline:
         self._decided_bytes = 0
         self._index: list[_ItemState] = []
         self._index_more = 0
+        self._captured = False  # the current line filled an item field
         self._group_root: int | None = None  # components in the first listed path's parent
         self._gap: dict[str, int] = {}
         self._gap_first = 0
@@ -219,8 +223,7 @@ class Pipeline:
         text = line[:MATCH_CHARS].decode("utf-8", "surrogateescape")
         if self._item_start is not None or self._item_key is not None:
             self._track_item(text)
-            if self._fields and self._item is not None:
-                self._capture_fields(self._item, text)
+            self._captured = bool(self._fields) and self._item is not None and self._capture_fields(self._item, text)
         if self._group_section is not None:
             found = self._group_section.search(text)
             if found is not None:
@@ -228,13 +231,18 @@ class Pipeline:
         self._decide(entry, text)
         self._append(entry)
 
-    def _capture_fields(self, item: _ItemState, text: str) -> None:
+    def _capture_fields(self, item: _ItemState, text: str) -> bool:
+        """Fill the item's fields not yet found from this line; whether it filled any (such a line is not tallied:
+        a commit's subject is not one of its body lines)."""
+        captured = False
         for name, pattern in self._fields:
             if name not in item.fields:
                 found = pattern.search(text)
                 if found is not None:
                     item.fields[name] = " ".join(part for part in found.groups() if part) if found.groups() \
                         else found.group(0)
+                    captured = True
+        return captured
 
     def _repeat(self, entry: _Entry) -> None:
         entry.repeats += 1
@@ -296,7 +304,7 @@ class Pipeline:
             item.total += 1
             entry.counted = self._item_count is None or self._item_count.search(text) is not None
             item.counted += entry.counted
-            for name, pattern in self._tally:
+            for name, pattern in self._tally if not self._captured else ():
                 if pattern.search(text):
                     item.tallies[name] = item.tallies.get(name, 0) + 1
 
@@ -404,12 +412,15 @@ class Pipeline:
             if self._item is not None and self._item.name == name:
                 return
         self._close_item()
-        self._item = _ItemState(name)
+        self._item = _ItemState(name, self.lineno)
 
-    def _close_item(self) -> None:
+    def _close_item(self, *, at_end: bool = False) -> None:
+        """End the current item: before the line just pushed (which starts the next or ends this one), or
+        `at_end` of the output, with that line."""
         item = self._item
         if item is None:
             return
+        item.last = self.lineno if at_end else max(item.first, self.lineno - 1)
         for entry in item.tail:
             if entry.state == PENDING:
                 entry.state = KEEP
@@ -422,8 +433,9 @@ class Pipeline:
                 self._index_more += 1
         if rule_item is not None and rule_item.digest is not None:
             digest = rule_item.digest
-            self._note(lambda: _fill(digest, {"name": item.name, "lines": str(item.total), **item.fields}),
-                       absorbs=item)
+            self._note(lambda: " ".join(_fill(digest, {"name": item.name, "lines": str(item.total), **item.fields,
+                                                       **{name: str(count) for name, count in item.tallies.items()}}
+                                              ).split()), absorbs=item, budgeted=True)
         elif rule_item is not None and rule_item.summary:
             label = rule_item.label
             self._note(lambda: None if not item.omitted else (
@@ -431,13 +443,16 @@ class Pipeline:
                 f"{'s' if item.omitted > 1 else ''} not shown"), absorbs=item)
         self._item = None
 
-    def _note(self, text: Callable[[], str | None], *, absorbs: _ItemState | None = None) -> None:
+    def _note(self, text: Callable[[], str | None], *, absorbs: _ItemState | None = None,
+              budgeted: bool = False) -> None:
         """Queue a marker line in raw order, its text made when written; `absorbs`: the item whose left-out lines
-        it describes, so a gap made of exactly those lines is named by the note rather than a marker of its own."""
+        it describes, so a gap made of exactly those lines is named by the note rather than a marker of its own.
+        `budgeted`: the note stands for its item's lines (a digest), so the budget may cut it like a line."""
         entry = _Entry(b"", self.lineno)
         entry.state = NOTE
         entry.note = text
         entry.item = absorbs
+        entry.reason = "budgeted" if budgeted else ""
         entry.blank = True  # never the closing line
         self._append(entry)
 
@@ -478,7 +493,12 @@ class Pipeline:
     def _spend_budget(self) -> None:
         """Cut held kept lines until the rest fits the budget: lines that must stay cost first, then each tier in
         turn; within a tier every item gets the same number of its first lines (fewer if it has fewer)."""
-        kept = [entry for entry in self._decided if isinstance(entry, _Entry) and entry.state in (KEEP, PENDING)]
+        kept = [entry for entry in self._decided if isinstance(entry, _Entry) and (
+            entry.state in (KEEP, PENDING) or (entry.state == NOTE and entry.reason == "budgeted"))]
+        for entry in kept:
+            if entry.state == NOTE:  # costs what it will print; made now, as the counts it shows are final
+                text = entry.note() if entry.note is not None else None
+                entry.line = b"" if text is None else MARKER + text.encode("utf-8", "surrogateescape")
         max_lines = self.budget_lines or 1 << 62
         max_bytes = self.budget_bytes or 1 << 62
         if len(kept) <= max_lines and sum(len(entry.line) + 1 for entry in kept) <= max_bytes:
@@ -494,9 +514,9 @@ class Pipeline:
         labels = [label for label, _ in self._tiers] + [self.rule.budget.rest]
         cut: set[int] = set()
         for label, candidates in zip(labels, tiers, strict=True):
-            by_item: dict[int, list[_Entry]] = {}
-            for entry in candidates:
-                by_item.setdefault(id(entry.item), []).append(entry)
+            by_item: dict[int | str | None, list[_Entry]] = {}
+            for entry in candidates:  # an item's lines share, or else a listing group's
+                by_item.setdefault(id(entry.item) if entry.item is not None else entry.group, []).append(entry)
             groups = list(by_item.values())
             for entries, share in zip(groups, _fair_shares(groups, max(lines_left, 0), max(bytes_left, 0)),
                                       strict=True):
@@ -504,12 +524,15 @@ class Pipeline:
                     lines_left -= 1
                     bytes_left -= len(entry.line) + 1
                 for entry in entries[share:]:
+                    if entry.state == NOTE:
+                        entry.note = None  # its item's lines are left out already; they join the gaps beside
+                        continue
                     self._omit(entry, label)
                     cut.add(id(entry))
         self._keep_cuts_cheaper_than_their_marker(cut)
 
     def _keep_cuts_cheaper_than_their_marker(self, cut: set[int]) -> None:
-        """A cut of a line or two between kept lines would cost a marker line longer than the lines: keep them.
+        """A cut of a few short lines between kept lines would cost a marker line about as long: keep them.
         (A cut beside lines left out before the budget joins their marker, so it costs nothing and stays.)"""
         run: list[_Entry] = []
         beside_gap = False
@@ -518,7 +541,7 @@ class Pipeline:
                 run.append(element)
                 continue
             gap_like = isinstance(element, _Gap) or (isinstance(element, _Entry) and element.state == OMIT)
-            if run and not beside_gap and not gap_like and len(run) <= 2 and \
+            if run and not beside_gap and not gap_like and len(run) <= 3 and \
                     sum(len(entry.line) + 1 for entry in run) <= MARKER_COST:
                 for entry in run:
                     self._restore(entry)
@@ -553,6 +576,7 @@ class Pipeline:
             self._marker(_fill(rule_item.index_title, totals))
         for item in self._index:
             self._marker(_fill(rule_item.index_entry, {"name": item.name, "lines": str(item.total),
+                                                       "first": str(item.first), "last": str(item.last),
                                                  **{name: str(item.tallies.get(name, 0)) for name, _ in self._tally}}))
         if self._index_more:
             self._marker(f"… and {self._index_more} more")
@@ -610,7 +634,8 @@ class Pipeline:
         self._gap = {}
 
     def _marker(self, text: str) -> None:
-        self.out += MARKER + text.encode("utf-8", "surrogateescape") + b"\n"
+        for line in text.split("\n"):  # every line codeoid adds is marked, however a note was made
+            self.out += MARKER + line.encode("utf-8", "surrogateescape") + b"\n"
         self._last_written = 0
 
     # -- ending --------------------------------------------------------------------------------------------------
@@ -622,7 +647,7 @@ class Pipeline:
             if closing.state != KEEP:
                 self._restore(closing)
             closing.must = True
-        self._close_item()
+        self._close_item(at_end=True)
         self._close_groups()
         while self._buffer:
             entry = self._buffer.popleft()
@@ -716,8 +741,18 @@ def _fair_shares(items: list[list[_Entry]], lines: int, size: int) -> list[int]:
 
 
 def _fill(template: str, values: dict[str, str]) -> str:
-    """`{name}` replaced by its value; a field that was not found is left empty."""
-    return _FIELD.sub(lambda found: values.get(found.group(1), ""), template)
+    """`{name}` replaced by its value (empty if it was not found); a `[[...]]` part goes when each of its fields is
+    empty or 0 (`[[, +{body} lines]]`). One pass, so a value that looks like `{name}` stays as it is."""
+    def fill(text: str) -> str:
+        return _FIELD.sub(lambda field: values.get(field.group(1), ""), text)
+
+    def part(found: re.Match[str]) -> str:
+        if found.group(2) is not None:
+            return values.get(found.group(2), "")
+        names = _FIELD.findall(found.group(1))
+        return "" if names and all(values.get(name, "") in ("", "0") for name in names) else fill(found.group(1))
+
+    return _TEMPLATE.sub(part, template)
 
 
 def _span(first: int, last: int) -> str:

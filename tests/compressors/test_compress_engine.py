@@ -273,13 +273,16 @@ program = "x"
 """)
 
 
+LONG = ", long enough to be worth the cost of a marker line that says it was cut" + "." * 40
+
+
 def diff_like(files: int, hunk_lines: int) -> bytes:
     out = []
     for number in range(files):
         out.append(f"file f{number}.py")
         out.append("@@ -1 +1 @@")
         for line in range(hunk_lines):
-            out.append(f" context line {line}, long enough to be worth a marker's cost of a line")
+            out.append(f" context line {line}{LONG}")
             out.append(f"+added {line}")
             out.append(f"-removed {line}")
     return "\n".join(out).encode() + b"\n"
@@ -321,6 +324,6 @@ def test_the_rule_budget_wins_over_the_callers_and_zero_means_no_limit() -> None
 
 
 def test_a_cut_cheaper_than_its_marker_is_not_made() -> None:
-    short = diff_like(3, 20).replace(b", long enough to be worth a marker's cost of a line", b"")
+    short = diff_like(3, 20).replace(LONG.encode(), b"")
     kept, added = kept_and_added(compress_bytes(DIFF_LIKE, short)[0])
     assert b" context line 1" in kept and not any(b"(raw line 6)" in line for line in added)
