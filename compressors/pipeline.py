@@ -40,6 +40,8 @@ MAX_PINNED = 4096
 BUDGET_WINDOW = 2 * 1024 * 1024
 # About what a gap marker costs: a cut of fewer bytes between kept lines is not worth making.
 MARKER_COST = 96
+# Groups the table at the top names one by one; the rest are counted on one line.
+MAX_TABLE = 30
 # Index lines (one per item) held before the rest are only counted.
 MAX_INDEX = 4096
 _FIELD = re.compile(r"\{(\w+)\}")
@@ -47,7 +49,7 @@ _TEMPLATE = re.compile(r"\[\[(.*?)\]\]|\{(\w+)\}", re.S)
 
 KEEP, OMIT, PENDING, DROP, NOTE = range(5)
 # Removal reasons that a gap marker does not spell out (the marker's count says enough).
-_PLAIN_REASONS = frozenset({"head/tail", "item budget", "group budget"})
+_PLAIN_REASONS = frozenset({"head/tail", "item budget", "group budget", "budget"})
 
 
 class MarkerCollision(Exception):
@@ -178,6 +180,13 @@ class Pipeline:
         self._group_path = re.compile(group.path) if group and group.path else None
         self._group_section = re.compile(group.section) if group and group.section else None
         self._section: str | None = None
+        self._section_line = False
+        columns = rule.columns
+        self._row = re.compile(columns.row) if columns else None
+        self._row_fields = columns.fields if columns else 0
+        self._column_values: list[str] | None = None  # the first row's leading columns
+        self._column_same: list[bool] = []  # whether every row so far had the same value there
+        self._columns_cut: list[int] | None = None  # decided when first written
         self._window = max(rule.tail, item.tail if item else 0) + 1
 
         self.out = bytearray()
@@ -191,13 +200,14 @@ class Pipeline:
         self._run_label: str | None = None
         self._run_length = 0
         self._item: _ItemState | None = None
-        # Per group: [entries, entries left out, {extension: left out}].
+        # Per group: [entries, entries left out, {extension: entries} when the rule counts extensions].
         self._groups: dict[str, list[Any]] = {}
         self._decided: list[_Entry | _Gap] = []
         self._decided_bytes = 0
         self._index: list[_ItemState] = []
         self._index_more = 0
         self._captured = False  # the current line filled an item field
+        self._group_table = False  # the output is complete: write the group table before it
         self._group_root: int | None = None  # components in the first listed path's parent
         self._gap: dict[str, int] = {}
         self._gap_first = 0
@@ -224,12 +234,49 @@ class Pipeline:
         if self._item_start is not None or self._item_key is not None:
             self._track_item(text)
             self._captured = bool(self._fields) and self._item is not None and self._capture_fields(self._item, text)
+        if self._row is not None and self._row.search(text):
+            self._compare_columns(text)
+        self._section_line = False
         if self._group_section is not None:
             found = self._group_section.search(text)
             if found is not None:
                 self._section = found.group(1) if found.groups() else text
+                self._section_line = True  # names a group; is not one of its entries
         self._decide(entry, text)
         self._append(entry)
+
+    def _compare_columns(self, text: str) -> None:
+        values = text.split(None, self._row_fields)[:self._row_fields]
+        if self._column_values is None:
+            self._column_values = values
+            self._column_same = [True] * len(values)
+            return
+        same = self._column_same
+        for index in range(len(same)):
+            same[index] = same[index] and index < len(values) and values[index] == self._column_values[index]
+
+    def _write_row(self, entry: _Entry) -> bool:
+        """Write a table row without the columns that are the same on every row, as codeoid's line; False when
+        that does not apply (not a row, the closing line, or nothing worth leaving out)."""
+        if self._row is None or entry.must or self._column_values is None:
+            return False
+        text = entry.line.decode("utf-8", "surrogateescape")
+        if not self._row.search(text[:MATCH_CHARS]):
+            return False
+        if self._columns_cut is None:
+            cut = [index for index, same in enumerate(self._column_same) if same]
+            saved = sum(len(self._column_values[index]) + 1 for index in cut)
+            self._columns_cut = cut if saved > len(MARKER) else []
+            if self._columns_cut:
+                named = ", ".join(f"{index + 1} {self._column_values[index]!r}" for index in cut)
+                self._marker(f"columns the same on every line, left out of the marked lines below: {named}")
+        if not self._columns_cut:
+            return False
+        spans = [found.span() for _, found in zip(range(self._row_fields), re.finditer(r"\S+\s*", text),
+                                                   strict=False)]
+        kept = "".join(text[start:end] for index, (start, end) in enumerate(spans) if index not in self._columns_cut)
+        self._marker(kept + text[spans[-1][1]:] if spans else text)
+        return True
 
     def _capture_fields(self, item: _ItemState, text: str) -> bool:
         """Fill the item's fields not yet found from this line; whether it filled any (such a line is not tallied:
@@ -323,7 +370,7 @@ class Pipeline:
                 else:
                     self._omit(entry, "item budget")
                 return
-        if self.rule.group is not None and self._over_group_budget(entry, text):
+        if self.rule.group is not None and not self._section_line and self._over_group_budget(entry, text):
             return
         head = self.rule.head
         if head is None:
@@ -363,6 +410,9 @@ class Pipeline:
             else:
                 counts = self._groups[key] = [0, 0, {}]
         counts[0] += 1
+        if group.extensions:
+            extension = _group_key(path, "extension", 0)
+            counts[2][extension] = counts[2].get(extension, 0) + 1
         entry.group = key
         if counts[0] <= group.keep:
             return False
@@ -371,15 +421,7 @@ class Pipeline:
 
     def _count_group_omitted(self, entry: _Entry, count: int) -> None:
         assert entry.group is not None
-        counts = self._groups[entry.group]
-        counts[1] += count
-        group = self.rule.group
-        if group is not None and group.extensions:
-            text = entry.line[:MATCH_CHARS].decode("utf-8", "surrogateescape")
-            found = self._group_path.search(text) if self._group_path is not None else None
-            path = (found.group(1) if found.groups() else found.group(0)) if found else text.strip()
-            extension = _group_key(path, "extension", 0)
-            counts[2][extension] = counts[2].get(extension, 0) + count
+        self._groups[entry.group][1] += count
 
     def _omit(self, entry: _Entry, reason: str) -> None:
         entry.state = OMIT
@@ -516,7 +558,8 @@ class Pipeline:
         for label, candidates in zip(labels, tiers, strict=True):
             by_item: dict[int | str | None, list[_Entry]] = {}
             for entry in candidates:  # an item's lines share, or else a listing group's
-                by_item.setdefault(id(entry.item) if entry.item is not None else entry.group, []).append(entry)
+                key = (id(entry.item) if entry.item is not None else entry.group) if self.rule.budget.fair else None
+                by_item.setdefault(key, []).append(entry)
             groups = list(by_item.values())
             for entries, share in zip(groups, _fair_shares(groups, max(lines_left, 0), max(bytes_left, 0)),
                                       strict=True):
@@ -556,8 +599,9 @@ class Pipeline:
     # -- writing -------------------------------------------------------------------------------------------------
 
     def _render(self) -> None:
-        """Write the index, then everything held, in raw order."""
+        """Write the index (or group table), then everything held, in raw order."""
         self._write_index()
+        self._write_group_table()
         decided, self._decided, self._decided_bytes = self._decided, [], 0
         for entry in decided:
             if isinstance(entry, _Gap):
@@ -597,13 +641,16 @@ class Pipeline:
             if item is not None and gap_size and gap_size == item.omitted:
                 for reason, lines in self._gap.items():
                     self.removed[reason] = self.removed.get(reason, 0) + lines
-                text += f" ({_span(self._gap_first, self._gap_last)})"
+                text += f", {_span(self._gap_first, self._gap_last)}"
                 self._gap = {}
             else:
                 self._flush_gap()
             self._marker(text)
             return
         self._flush_gap()
+        if self._write_row(entry):
+            self._last_written = entry.lineno
+            return
         self.out += entry.line
         self.out += b"\n"
         self._last_written = entry.lineno
@@ -627,10 +674,10 @@ class Pipeline:
             self.removed[reason] = self.removed.get(reason, 0) + count
         total = sum(gap.values())
         details = [f"{count} {reason}" for reason, count in gap.items() if reason not in _PLAIN_REASONS]
-        why = f": {', '.join(details)}" if details and (len(details) > 1 or len(gap) > 1) else (
+        why = f" ({', '.join(details)})" if details and (len(details) > 1 or len(gap) > 1) else (
             f" ({details[0].split(' ', 1)[1]})" if details else "")
-        span = _span(self._gap_first, self._gap_last)
-        self._marker(f"… {total} line{'s' if total > 1 else ''} omitted{why} ({span}) …")
+        # As the issue that asked for budgets put it: what was cut, how much, and where to page for it.
+        self._marker(f"{total} line{'s' if total > 1 else ''} cut{why}, {_span(self._gap_first, self._gap_last)}")
         self._gap = {}
 
     def _marker(self, text: str) -> None:
@@ -680,29 +727,41 @@ class Pipeline:
         entry.state = KEEP
 
     def _close_groups(self) -> None:
-        """One note at the end naming what each group left out (made when written: the budget may cut more)."""
-        if self._groups:
+        """Say what each group left out (made when written: the budget may cut more). With `extensions`, a table
+        at the top names every group with its entries by extension; otherwise one note at the end."""
+        group = self.rule.group
+        if group is not None and group.extensions:
+            self._group_table = True
+        elif self._groups:
             self._note(self._groups_left_out)
 
     def _groups_left_out(self) -> str | None:
-        omitted = [(key, counts) for key, counts in self._groups.items() if counts[1] > 0]
+        omitted = sorted(((key, counts) for key, counts in self._groups.items() if counts[1] > 0),
+                         key=lambda pair: -pair[1][1])
         self._groups = {}
         if not omitted:
             return None
-        omitted.sort(key=lambda pair: -pair[1][1])
-        group = self.rule.group
-        if group is not None and group.extensions:
-            def describe(key: str, counts: list[Any]) -> str:
-                kinds = sorted(counts[2].items(), key=lambda pair: -pair[1])
-                shown = ", ".join(f"{count} {kind}" for kind, count in kinds[:4])
-                more = f", {sum(count for _, count in kinds[4:])} other" if kinds[4:] else ""
-                return f"{key} {counts[1]} of {counts[0]} ({shown}{more})"
-            parts = [describe(key, counts) for key, counts in omitted[:20]]
-        else:
-            parts = [f"{counts[1]} {key}" for key, counts in omitted[:20]]
         rest = omitted[20:]
         more = f", and {sum(counts[1] for _, counts in rest)} in {len(rest)} more groups" if rest else ""
-        return f"not shown: {'; '.join(parts) if group is not None and group.extensions else ', '.join(parts)}{more}"
+        return f"not shown: {', '.join(f'{counts[1]} {key}' for key, counts in omitted[:20])}{more}"
+
+    def _write_group_table(self) -> None:
+        if not self._group_table or not self._groups:
+            return
+        groups, self._groups = self._groups, {}
+        self._group_table = False
+        total = sum(counts[0] for counts in groups.values())
+        shown = total - sum(counts[1] for counts in groups.values())
+        self._marker(f"{total} entries in {len(groups)} groups, {shown} shown below:")
+        for key, counts in list(groups.items())[:MAX_TABLE]:
+            kinds = sorted(counts[2].items(), key=lambda pair: -pair[1])
+            described = ", ".join(f"{count} {kind}" for kind, count in kinds[:4])
+            other = sum(count for _, count in kinds[4:])
+            described += f", {other} other" if other else ""
+            self._marker(f"{key} {counts[0]}: {described}")
+        if len(groups) > MAX_TABLE:
+            rest = list(groups.values())[MAX_TABLE:]
+            self._marker(f"… and {len(rest)} more groups with {sum(counts[0] for counts in rest)} entries")
 
     def raw_buffered(self) -> Iterator[bytes]:
         """The raw lines not yet written, for a caller that gives up and passes the rest through."""

@@ -155,8 +155,17 @@ class Group(NamedTuple):
     depth: int = 1
     # by = "section": a line matching this starts a section (`ls -R`'s "dir:"), group 1 naming it.
     section: str | None = None
-    # The closing summary names each group's left-out entries by extension too ("src/: 40 (35 *.py, 5 *.txt)").
+    # A table at the top names every group with its entries by extension ("src/ 40 (35 *.py, 5 *.txt)") instead
+    # of one note at the end naming what each group left out.
     extensions: bool = False
+
+
+class Columns(NamedTuple):
+    """Tables such as `ls -l`: of the first `fields` whitespace-separated columns of lines matching `row`, those
+    the same on every such line are named once and left out; the rows shown are then codeoid's (marked) lines."""
+
+    row: str
+    fields: int
 
 
 class Tier(NamedTuple):
@@ -175,7 +184,8 @@ class Budget(NamedTuple):
     lines: int | None = None
     bytes: int | None = None
     tiers: tuple[Tier, ...] = ()
-    rest: str = "lines"  # what lines matching no tier are called when cut
+    rest: str = "budget"  # what lines matching no tier are called when cut ("budget": not spelled out)
+    fair: bool = True  # share each tier between items (or listing groups); False: first lines first
 
 
 class Rule(NamedTuple):
@@ -197,6 +207,7 @@ class Rule(NamedTuple):
     head: int | None = None
     tail: int = 0
     budget: Budget = Budget()
+    columns: Columns | None = None
 
     def applies_to(self, invocation: Invocation) -> bool:
         return self.enabled and any(match.applies_to(invocation) for match in self.match)
@@ -212,10 +223,11 @@ class Rule(NamedTuple):
         fields["item"] = Item(**{**item, "drop": tuple(item["drop"]), "tally": tuple(map(tuple, item["tally"])),
                                  "fields": tuple(map(tuple, item["fields"]))}) if item else None
         fields["group"] = Group(**plain["group"]) if plain["group"] is not None else None
+        fields["columns"] = Columns(**plain["columns"]) if plain.get("columns") else None
         budget = plain["budget"]
         fields["budget"] = Budget(budget["lines"], budget["bytes"],
                                   tuple(Tier(tier["label"], tuple(tier["patterns"])) for tier in budget["tiers"]),
-                                  budget["rest"])
+                                  budget["rest"], budget["fair"])
         for key in ("keep", "drop"):
             fields[key] = tuple(plain[key])
         return cls(**fields)
@@ -223,14 +235,14 @@ class Rule(NamedTuple):
 
 _RULE_KEYS = {
     "name", "description", "enabled", "match", "keep", "diagnostics", "drop", "dedupe", "long_line", "collapse",
-    "item", "group", "head", "tail", "budget",
+    "item", "group", "head", "tail", "budget", "columns",
 }
 _MATCH_KEYS = {"program", "subcommand", "args_any", "args_none", "options_with_value"}
 _COLLAPSE_KEYS = {"label", "patterns", "keep"}
 _ITEM_KEYS = {"start", "key", "end", "drop", "count", "head", "tail", "label", "summary", "tally", "index",
               "index_title", "fields", "digest"}
 _GROUP_KEYS = {"by", "keep", "path", "depth", "section", "extensions"}
-_BUDGET_KEYS = {"lines", "bytes", "tier", "rest"}
+_BUDGET_KEYS = {"lines", "bytes", "tier", "rest", "fair"}
 _TIER_KEYS = {"label", "patterns"}
 
 
@@ -319,6 +331,7 @@ def rule_from_table(table: Any) -> dict[str, Any]:
         "head": check.count(table.get("head"), "head", allow_none=True),
         "tail": check.count(table.get("tail", 0), "tail"),
         "budget": _budget(check, table.get("budget", {})),
+        "columns": _columns(check, table["columns"]) if "columns" in table else None,
     }
 
 
@@ -333,7 +346,7 @@ def _disabled(name: str) -> dict[str, Any]:
     """A rule that only switches off the rule of the same name from a lower layer."""
     return {"name": name, "description": "", "enabled": False, "match": [], "keep": [],
             "diagnostics": True, "drop": [], "dedupe": True, "long_line": None, "collapse": [], "item": None,
-            "group": None, "head": None, "tail": 0, "budget": _budget(_Checker({}), {})}
+            "group": None, "head": None, "tail": 0, "budget": _budget(_Checker({}), {}), "columns": None}
 
 
 def _list_of(table: dict[str, Any], key: str) -> list[Any]:
@@ -397,6 +410,14 @@ def _template(value: Any, key: str) -> str | None:
     return value
 
 
+def _columns(check: _Checker, value: Any) -> dict[str, Any]:
+    columns = check.table_of(value, "columns", {"row", "fields"})
+    if "row" not in columns or "fields" not in columns:
+        raise ValueError("columns needs row (a pattern) and fields (how many leading columns)")
+    return {"row": check.pattern(columns["row"], "columns.row"), "fields": check.count(columns["fields"],
+                                                                                       "columns.fields")}
+
+
 def _budget(check: _Checker, value: Any) -> dict[str, Any]:
     budget = check.table_of(value, "budget", _BUDGET_KEYS)
     tiers = []
@@ -407,7 +428,7 @@ def _budget(check: _Checker, value: Any) -> dict[str, Any]:
             raise ValueError(f"{where} needs a label and patterns")
         tiers.append({"label": tier["label"],
                       "patterns": check.strings(tier["patterns"], f"{where}.patterns", patterns=True)})
-    rest = budget.get("rest", "lines")
+    rest = budget.get("rest", "budget")
     if not isinstance(rest, str):
         raise ValueError("budget.rest must be a string")
     return {
@@ -415,6 +436,7 @@ def _budget(check: _Checker, value: Any) -> dict[str, Any]:
         "bytes": check.count(budget.get("bytes"), "budget.bytes", allow_none=True),
         "tiers": tiers,
         "rest": rest,
+        "fair": check.flag(budget.get("fair", True), "budget.fair"),
     }
 
 
