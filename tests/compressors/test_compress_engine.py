@@ -55,7 +55,7 @@ def test_head_and_tail_keep_their_lines_and_one_marker_names_the_raw_span() -> N
     out, result = compress_bytes(HEAD_TAIL, raw)
     lines = out.split(b"\n")
     assert lines[:5] == raw.split(b"\n")[:5]
-    assert lines[5] == MARKER + "192 lines cut, raw lines 6-197".encode()
+    assert lines[5] == MARKER + b"192 lines cut, raw lines 6-197"
     assert lines[6:9] == raw.split(b"\n")[197:200]
     assert result.removed == {"head/tail": 192} and result.raw_lines == 200
 
@@ -137,9 +137,9 @@ program = "x"
         b"".join(b"tests/test_%02d ok\n" % n for n in range(60, 90)) + b"2 failed\n"
     out, result = compress_bytes(rule, raw)
     assert out.split(b"\n")[:6] == [b"tests/test_00 ok",
-                                    MARKER + "59 lines cut (passing), raw lines 2-60".encode(),
+                                    MARKER + b"59 lines cut (passing), raw lines 2-60",
                                     b"test_x FAILED", b"tests/test_60 ok",
-                                    MARKER + "29 lines cut (passing), raw lines 63-91".encode(),
+                                    MARKER + b"29 lines cut (passing), raw lines 63-91",
                                     b"2 failed"]
     assert result.removed == {"passing": 88}
 
@@ -305,7 +305,7 @@ def test_a_budget_cuts_later_tiers_first_shares_fairly_and_names_every_cut_with_
     assert not any(line.startswith(b" context") for line in kept)
     assert result.removed == {"changed lines": 3 * 40 - 24, "context lines": 60}
     # Each cut says how many lines and which raw lines, so get_episode(id, lines=...) can page there.
-    assert MARKER + "48 lines cut (16 context lines, 32 changed lines), raw lines 15-62".encode() in added
+    assert MARKER + b"48 lines cut (16 context lines, 32 changed lines), raw lines 15-62" in added
 
 
 def test_an_index_names_every_item_with_its_tallies_before_the_output() -> None:
