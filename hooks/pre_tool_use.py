@@ -1,10 +1,11 @@
 """PreToolUse on Bash: run the command through `codeoid-compress` where a rule applies and it is safe.
 
 The answer is either nothing (Claude Code runs the command untouched, judged by its own rules) or `allow` with
-`updatedInput` holding the wrapper (`codeoid.bash_wrapper`) and every other input field echoed. It is `allow` or
-nothing because a rewrite without a decision would make Claude Code judge, and show the user, the wrapper text
-instead of the command; `allow` is given only where the original was already allowed (`permissions`): by the
-user's allow rules, by the mode, or as a read-only command Claude Code runs unasked (`read_only`).
+`updatedInput` holding the wrapper (`codeoid.compressors.bash_wrapper`) and every other input field echoed.
+It is `allow` or nothing because a rewrite without a decision would make Claude Code judge, and show the user,
+the wrapper text instead of the command; `allow` is given only where the original was already allowed
+(`permissions`): by the user's allow rules, by the mode, or as a read-only command Claude Code runs unasked
+(`read_only`).
 
 This runs before every Bash call, so it is kept light: no store, no rule files (the rule loader reads its
 precompiled cache), no subprocess (but one `bash -c` per new bash binary, remembered). The permission rules are
@@ -93,10 +94,10 @@ def rewrite(payload: dict[str, Any], env: Mapping[str, str]) -> dict[str, Any] |
 
     if excluded_by(project_dir):
         return None  # compressing would archive the output in a project the user keeps out of codeoid
-    from codeoid import bash_wrapper
-    from codeoid.hook_table import installed_executable
+    from codeoid.compressors import bash_wrapper
     from codeoid.hooks import bash_shell, permissions
     from codeoid.log import log
+    from codeoid.setup.hook_table import installed_executable
 
     if bash_wrapper.is_wrapped(command) or _ends_in_line_continuation(command):
         return None

@@ -13,8 +13,8 @@ import sqlite3
 import time
 from typing import Any
 
-from codeoid.render import estimate_tokens, estimate_tokens_of_size
 from codeoid.store.db import write_transaction
+from codeoid.text import estimate_tokens, estimate_tokens_of_size
 
 PASSED_THROUGH = "(passed through)"
 NOT_RECORDED = "(not recorded)"

@@ -17,15 +17,17 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
-from codeoid import paths, spool
-from codeoid.claude_files import (
+from codeoid import paths
+from codeoid.capture import spool
+from codeoid.paths import DIR_MODE, FILE_MODE
+from codeoid.setup.claude_files import (
     ClaudeFiles,
     PluginSighting,
     find_plugin_route,
     locate_claude_files,
     project_local_settings,
 )
-from codeoid.hook_table import (
+from codeoid.setup.hook_table import (
     ALLOW_RULE,
     HOOK_TABLE,
     MCP_SERVER_NAME,
@@ -33,9 +35,8 @@ from codeoid.hook_table import (
     is_codeoid_server,
     parse_command,
 )
-from codeoid.install_manifest import InstallRecord, load_records, manifest_path
-from codeoid.json_config import InstallError, load_object
-from codeoid.paths import DIR_MODE, FILE_MODE
+from codeoid.setup.install_manifest import InstallRecord, load_records, manifest_path
+from codeoid.setup.json_config import InstallError, load_object
 
 Status = Literal["ok", "info", "warn", "fail"]
 CLAUDE_VERSION_TIMEOUT = 5.0
