@@ -105,7 +105,7 @@ def _sink_for(args: argparse.Namespace, command: str) -> Sink:
     """A relay through the rule that applies, or a passthrough when there is none or it cannot be set up."""
     try:
         from codeoid import paths
-        from codeoid.compressors.loader import load_rules
+        from codeoid.compressors.loader import load_rules, report_errors
         from codeoid.compressors.relay import RawOutputSpec, Relay
         from codeoid.exclusions import excluded_by
         from codeoid.store.raw import raw_output_id_for
@@ -115,6 +115,7 @@ def _sink_for(args: argparse.Namespace, command: str) -> Sink:
         if excluded_by(project_dir):
             return Passthrough()  # an excluded project: nothing is archived, so nothing may be left out
         rules = load_rules(project_dir=project_dir, cache_dir=paths.cache_dir())
+        report_errors(rules, to_stderr=args.tool_use_id is None)  # by hand, not under the rewrite
         rule = rules.named(args.rule) if args.rule else rules.for_command(command)
         if rule is None:
             return Passthrough()
