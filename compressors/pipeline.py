@@ -561,11 +561,11 @@ class Pipeline:
                 key = (id(entry.item) if entry.item is not None else entry.group) if self.rule.budget.fair else None
                 by_item.setdefault(key, []).append(entry)
             groups = list(by_item.values())
-            for entries, share in zip(groups, _fair_shares(groups, max(lines_left, 0), max(bytes_left, 0)),
-                                      strict=True):
-                for entry in entries[:share]:
-                    lines_left -= 1
-                    bytes_left -= len(entry.line) + 1
+            shares = _fair_shares(groups, max(lines_left, 0), max(bytes_left, 0), self.rule.budget.min_share)
+            for entries, share in zip(groups, shares, strict=True):
+                lines_cost, bytes_cost = _cost(entries, share)
+                lines_left -= lines_cost
+                bytes_left -= bytes_cost
                 for entry in entries[share:]:
                     if entry.state == NOTE:
                         entry.note = None  # its item's lines are left out already; they join the gaps beside
@@ -758,7 +758,7 @@ class Pipeline:
             described = ", ".join(f"{count} {kind}" for kind, count in kinds[:4])
             other = sum(count for _, count in kinds[4:])
             described += f", {other} other" if other else ""
-            self._marker(f"{key} {counts[0]}: {described}")
+            self._marker(f"{key} {described}" if len(kinds) == 1 else f"{key} {counts[0]}: {described}")
         if len(groups) > MAX_TABLE:
             rest = list(groups.values())[MAX_TABLE:]
             self._marker(f"… and {len(rest)} more groups with {sum(counts[0] for counts in rest)} entries")
@@ -777,26 +777,48 @@ class Pipeline:
                 remaining -= batch
 
 
-def _fair_shares(items: list[list[_Entry]], lines: int, size: int) -> list[int]:
+def _fair_shares(items: list[list[_Entry]], lines: int, size: int, min_share: int = 1) -> list[int]:
     """How many of its first lines each item keeps: the largest number every item may keep (or all it has)
-    within `lines` and `size`, then one more for each item in turn while that still fits."""
+    within `lines` and `size`, then one more for each item in turn while that still fits. An item shown in part
+    also costs the marker line that names its cut (an item cut whole joins its neighbours' gap). When that
+    number is under `min_share`, items in turn get `min_share` lines while they fit and the rest none: a few
+    items worth reading rather than every item's first line."""
+    cost = _cost
+
+    def fits(shares: list[int]) -> bool:
+        costs = [cost(entries, share) for entries, share in zip(items, shares, strict=True)]
+        return sum(count for count, _ in costs) <= lines and sum(total for _, total in costs) <= size
+
     low, high = 0, max((len(entries) for entries in items), default=0)
     while low < high:
         share = (low + high + 1) // 2
-        chosen = [entry for entries in items for entry in entries[:share]]
-        if len(chosen) <= lines and sum(len(entry.line) + 1 for entry in chosen) <= size:
+        if fits([min(share, len(entries)) for entries in items]):
             low = share
         else:
             high = share - 1
     shares = [min(low, len(entries)) for entries in items]
-    lines -= sum(shares)
-    size -= sum(len(entry.line) + 1 for entries, share in zip(items, shares, strict=True) for entry in entries[:share])
+    if low < min_share:
+        shares = [0] * len(items)
+        for index, entries in enumerate(items):
+            shares[index] = min(min_share, len(entries))
+            if not fits(shares):
+                shares[index] = 0
+    lines_used = sum(cost(entries, share)[0] for entries, share in zip(items, shares, strict=True))
+    size_used = sum(cost(entries, share)[1] for entries, share in zip(items, shares, strict=True))
     for index, entries in enumerate(items):
-        if shares[index] < len(entries) and lines >= 1 and size >= len(entries[shares[index]].line) + 1:
-            lines -= 1
-            size -= len(entries[shares[index]].line) + 1
-            shares[index] += 1
+        if shares[index] < len(entries):
+            before, after = cost(entries, shares[index]), cost(entries, shares[index] + 1)
+            if lines_used + after[0] - before[0] <= lines and size_used + after[1] - before[1] <= size:
+                lines_used += after[0] - before[0]
+                size_used += after[1] - before[1]
+                shares[index] += 1
     return shares
+
+
+def _cost(entries: list[_Entry], share: int) -> tuple[int, int]:
+    """Lines and bytes an item's first `share` lines cost, with the marker naming the rest when it is cut."""
+    marker = 0 < share < len(entries)
+    return share + marker, sum(len(entry.line) + 1 for entry in entries[:share]) + MARKER_COST * marker
 
 
 def _fill(template: str, values: dict[str, str]) -> str:

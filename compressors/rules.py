@@ -186,6 +186,7 @@ class Budget(NamedTuple):
     tiers: tuple[Tier, ...] = ()
     rest: str = "budget"  # what lines matching no tier are called when cut ("budget": not spelled out)
     fair: bool = True  # share each tier between items (or listing groups); False: first lines first
+    min_share: int = 1  # fewer lines than this for every item: show whole shares of the first items instead
 
 
 class Rule(NamedTuple):
@@ -227,7 +228,7 @@ class Rule(NamedTuple):
         budget = plain["budget"]
         fields["budget"] = Budget(budget["lines"], budget["bytes"],
                                   tuple(Tier(tier["label"], tuple(tier["patterns"])) for tier in budget["tiers"]),
-                                  budget["rest"], budget["fair"])
+                                  budget["rest"], budget["fair"], budget["min_share"])
         for key in ("keep", "drop"):
             fields[key] = tuple(plain[key])
         return cls(**fields)
@@ -242,7 +243,7 @@ _COLLAPSE_KEYS = {"label", "patterns", "keep"}
 _ITEM_KEYS = {"start", "key", "end", "drop", "count", "head", "tail", "label", "summary", "tally", "index",
               "index_title", "fields", "digest"}
 _GROUP_KEYS = {"by", "keep", "path", "depth", "section", "extensions"}
-_BUDGET_KEYS = {"lines", "bytes", "tier", "rest", "fair"}
+_BUDGET_KEYS = {"lines", "bytes", "tier", "rest", "fair", "min_share"}
 _TIER_KEYS = {"label", "patterns"}
 
 
@@ -437,6 +438,7 @@ def _budget(check: _Checker, value: Any) -> dict[str, Any]:
         "tiers": tiers,
         "rest": rest,
         "fair": check.flag(budget.get("fair", True), "budget.fair"),
+        "min_share": check.count(budget.get("min_share", 1), "budget.min_share"),
     }
 
 

@@ -297,15 +297,16 @@ def test_a_budget_cuts_later_tiers_first_shares_fairly_and_names_every_cut_with_
     raw = diff_like(3, 20)
     out, result = compress_bytes(DIFF_LIKE, raw)
     kept, added = kept_and_added(out)
-    # Lines the rule keeps always stay; the other 30 - 6 lines go to changed lines, 8 per file, no context.
+    # Lines the rule keeps always stay, and the closing line; of the other 23 lines each file's cut costs the
+    # marker that names it, and the 20 left go to changed lines, about 7 per file; none to context.
     assert [line for line in kept if line.startswith((b"file", b"@@"))] == [b"file f0.py", b"@@ -1 +1 @@",
                                                                           b"file f1.py", b"@@ -1 +1 @@",
                                                                           b"file f2.py", b"@@ -1 +1 @@"]
-    assert sum(line.startswith((b"+", b"-")) for line in kept) == 24  # the closing line is one of them
+    assert sum(line.startswith((b"+", b"-")) for line in kept) == 21  # the closing line is one of them
     assert not any(line.startswith(b" context") for line in kept)
-    assert result.removed == {"changed lines": 3 * 40 - 24, "context lines": 60}
+    assert result.removed == {"changed lines": 3 * 40 - 21, "context lines": 60}
     # Each cut says how many lines and which raw lines, so get_episode(id, lines=...) can page there.
-    assert MARKER + b"48 lines cut (16 context lines, 32 changed lines), raw lines 15-62" in added
+    assert MARKER + b"49 lines cut (33 changed lines, 16 context lines), raw lines 14-62" in added
 
 
 def test_an_index_names_every_item_with_its_tallies_before_the_output() -> None:
@@ -320,7 +321,8 @@ def test_the_rule_budget_wins_over_the_callers_and_zero_means_no_limit() -> None
     assert compress_bytes(unlimited, raw, Thresholds(budget_lines=5))[0] == raw
     from_caller = DIFF_LIKE._replace(budget=DIFF_LIKE.budget._replace(lines=None))
     kept, _ = kept_and_added(compress_bytes(from_caller, raw, Thresholds(budget_lines=12))[0])
-    assert sum(line.startswith((b"+", b"-")) for line in kept) == 6
+    # 12 lines: 6 kept by the rule, the closing line, then 5 for two files' first lines and their markers.
+    assert sum(line.startswith((b"+", b"-")) for line in kept) == 4
 
 
 def test_a_cut_cheaper_than_its_marker_is_not_made() -> None:
