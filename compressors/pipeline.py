@@ -563,7 +563,9 @@ class Pipeline:
             groups = list(by_item.values())
             shares = _fair_shares(groups, max(lines_left, 0), max(bytes_left, 0), self.rule.budget.min_share)
             for entries, share in zip(groups, shares, strict=True):
-                lines_cost, bytes_cost = _cost(entries, share)
+                marker = 0 < share < len(entries)
+                lines_cost = share + marker
+                bytes_cost = sum(len(entry.line) + 1 for entry in entries[:share]) + MARKER_COST * marker
                 lines_left -= lines_cost
                 bytes_left -= bytes_cost
                 for entry in entries[share:]:
@@ -783,42 +785,47 @@ def _fair_shares(items: list[list[_Entry]], lines: int, size: int, min_share: in
     also costs the marker line that names its cut (an item cut whole joins its neighbours' gap). When that
     number is under `min_share`, items in turn get `min_share` lines while they fit and the rest none: a few
     items worth reading rather than every item's first line."""
-    cost = _cost
+    prefixes = []  # bytes of each item's first k lines, k = 0..len
+    for entries in items:
+        prefix = [0]
+        for entry in entries:
+            prefix.append(prefix[-1] + len(entry.line) + 1)
+        prefixes.append(prefix)
 
-    def fits(shares: list[int]) -> bool:
-        costs = [cost(entries, share) for entries, share in zip(items, shares, strict=True)]
-        return sum(count for count, _ in costs) <= lines and sum(total for _, total in costs) <= size
+    def cost(index: int, share: int) -> tuple[int, int]:
+        marker = 0 < share < len(items[index])
+        return share + marker, prefixes[index][share] + MARKER_COST * marker
+
+    def total(shares: list[int]) -> tuple[int, int]:
+        costs = [cost(index, share) for index, share in enumerate(shares)]
+        return sum(count for count, _ in costs), sum(bytes_ for _, bytes_ in costs)
 
     low, high = 0, max((len(entries) for entries in items), default=0)
     while low < high:
         share = (low + high + 1) // 2
-        if fits([min(share, len(entries)) for entries in items]):
+        used_lines, used_bytes = total([min(share, len(entries)) for entries in items])
+        if used_lines <= lines and used_bytes <= size:
             low = share
         else:
             high = share - 1
     shares = [min(low, len(entries)) for entries in items]
     if low < min_share:
         shares = [0] * len(items)
+        used_lines = used_bytes = 0
         for index, entries in enumerate(items):
-            shares[index] = min(min_share, len(entries))
-            if not fits(shares):
-                shares[index] = 0
-    lines_used = sum(cost(entries, share)[0] for entries, share in zip(items, shares, strict=True))
-    size_used = sum(cost(entries, share)[1] for entries, share in zip(items, shares, strict=True))
+            more_lines, more_bytes = cost(index, min(min_share, len(entries)))
+            if used_lines + more_lines <= lines and used_bytes + more_bytes <= size:
+                shares[index] = min(min_share, len(entries))
+                used_lines, used_bytes = used_lines + more_lines, used_bytes + more_bytes
+    used_lines, used_bytes = total(shares)
     for index, entries in enumerate(items):
         if shares[index] < len(entries):
-            before, after = cost(entries, shares[index]), cost(entries, shares[index] + 1)
-            if lines_used + after[0] - before[0] <= lines and size_used + after[1] - before[1] <= size:
-                lines_used += after[0] - before[0]
-                size_used += after[1] - before[1]
+            before, after = cost(index, shares[index]), cost(index, shares[index] + 1)
+            if used_lines + after[0] - before[0] <= lines and used_bytes + after[1] - before[1] <= size:
+                used_lines += after[0] - before[0]
+                used_bytes += after[1] - before[1]
                 shares[index] += 1
     return shares
-
-
-def _cost(entries: list[_Entry], share: int) -> tuple[int, int]:
-    """Lines and bytes an item's first `share` lines cost, with the marker naming the rest when it is cut."""
-    marker = 0 < share < len(entries)
-    return share + marker, sum(len(entry.line) + 1 for entry in entries[:share]) + MARKER_COST * marker
 
 
 def _fill(template: str, values: dict[str, str]) -> str:
