@@ -133,6 +133,21 @@ def test_under_the_rewrite_a_broken_rule_file_is_logged_and_stderr_stays_the_com
     assert "bad.toml:2: invalid TOML" in codeoid_log(codeoid_home)
 
 
+def test_the_global_budget_comes_from_the_environment_for_rules_without_their_own(
+        tmp_path: Path, codeoid_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = seq_rule_project(tmp_path, monkeypatch)
+    rule = '[[rule]]\nname = "seq-all"\nmatch = { program = ["seq"] }\n'  # no budget of its own
+    (root / ".codeoid" / "rules" / "test.toml").write_text(rule)
+
+    default = compress("--", "seq", "1", "2000").stdout
+    tight = compress("--", "seq", "1", "2000", env={**os.environ, "CODEOID_BUDGET_LINES": "10"}).stdout
+
+    def kept(out: bytes) -> list[bytes]:
+        return [line for line in out.split(b"\n") if line and not line.startswith(MARKER)]
+    assert len(kept(default)) == 60 - 1 and len(kept(tight)) == 10 - 1  # a cut's marker line counts too
+    assert MARKER + b"1941 lines cut, raw lines 59-1999" in default.split(b"\n")
+
+
 def test_small_output_passes_through_unchanged_and_is_not_archived(project: Path) -> None:
     done = compress("--", "seq", "1", "30")
 
