@@ -368,7 +368,8 @@ class Pipeline:
                     if len(item.tail) > rule_item.tail:
                         self._evict(item.tail.popleft(), "item budget")
                 else:
-                    self._omit(entry, "item budget")
+                    # With budget tiers, an item's overflow is named as the budget names its cuts ("hits").
+                    self._omit(entry, self._tier_label(text) if self._tiers else "item budget")
                 return
         if self.rule.group is not None and not self._section_line and self._over_group_budget(entry, text):
             return
@@ -597,6 +598,9 @@ class Pipeline:
         text = entry.line[:MATCH_CHARS].decode("utf-8", "surrogateescape")
         return next((index for index, (_, patterns) in enumerate(self._tiers) if patterns.search(text)),
                     len(self._tiers))
+
+    def _tier_label(self, text: str) -> str:
+        return next((label for label, patterns in self._tiers if patterns.search(text)), self.rule.budget.rest)
 
     # -- writing -------------------------------------------------------------------------------------------------
 
