@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable
 
 from codeoid import paths
+from codeoid.capture import loss_ring
 from codeoid.capture.events import HANDLERS
 from codeoid.capture.spool import (
     ReplayTimeout,
@@ -40,6 +41,10 @@ ENTRY_SECONDS = 3.0
 def write(spooled: SpooledEvent) -> str | None:
     """Apply the event to the store; spool it if the store cannot take it now."""
     own: list[str] = []  # where the event waits in the spool once it has been put behind a backlog
+    if not ensure_reserve():
+        # The disk is full and the reserve went to the spool: the store must not grow into that room.
+        _spool(spooled, "disk full: the store waits until the spool reserve can be set aside again", own)
+        return None
     for attempt in (1, 2):
         try:
             db = store_db.connect()
@@ -48,7 +53,7 @@ def write(spooled: SpooledEvent) -> str | None:
             return None
         try:
             output = _write_in_turn(db, spooled, own) if own or has_backlog() else apply(db, spooled)
-            ensure_reserve()
+            loss_ring.ensure_ring()
             db.close()
             return output
         except store_db.StoreCorrupt as error:
@@ -127,6 +132,8 @@ def replay_backlog(db: sqlite3.Connection, limit: int = REPLAY_PER_WRITE, deadli
     With a `deadline` (a hook's replay) no entry is started after it, and each runs under a timer; `own` names
     the caller's own entry, whose output is recorded instead of dropped.
     """
+    if not ensure_reserve():
+        return 0  # a full disk: the room the reserve gave back is the spool's, not the store's
     def apply_spooled(spooled: SpooledEvent, name: str) -> None:
         if own is not None and name == own[0]:
             own[2][name] = _timed(lambda: apply(db, own[1]), deadline)
@@ -174,6 +181,7 @@ def _keep_failed(spooled: SpooledEvent, error: Exception) -> None:
         path = spool_event(spooled, paths.quarantine_dir())
     except OSError as keep_error:
         log("ingest", f"{spooled.event}: failed ({error!r}); could not keep it ({keep_error}); event lost\n{trace}")
+        loss_ring.record_loss(spooled.event, _key(spooled), f"failed and could not be kept: {keep_error}")
         return
     log("ingest", f"{spooled.event}: failed ({error!r}); kept as quarantine/{os.path.basename(path)}\n{trace}")
 
@@ -186,5 +194,15 @@ def _spool(spooled: SpooledEvent, reason: str, own: list[str]) -> None:
         path = spool_event(spooled)
     except OSError as error:
         log("ingest", f"{spooled.event}: {reason}; spooling failed too ({error}); event lost")
+        loss_ring.record_loss(spooled.event, _key(spooled), f"{reason}; spooling failed too ({error})")
         return
     log("ingest", f"{spooled.event}: {reason}; spooled to {os.path.basename(path)}")
+
+
+def _key(spooled: SpooledEvent) -> str | None:
+    """The event's idempotency key, for the loss ring's line."""
+    for name in ("tool_use_id", "prompt_id", "session_id"):
+        value = spooled.payload.get(name)
+        if isinstance(value, str):
+            return value
+    return None

@@ -27,7 +27,8 @@ if TYPE_CHECKING:
 
 STALE_CLAIM_SECONDS = 60
 # Space set aside on the spool's disk: when the disk fills up, giving it back makes room for the events
-# that could not reach the store. The next writer that succeeds sets it aside again.
+# that could not reach the store. It is given to the spool only: while it cannot be set aside again, writers
+# leave the store alone and spool (`codeoid.capture.ingest`), so the store never grows into the freed room.
 RESERVE_BYTES = 4 * 1024 * 1024
 _RESERVE = ".reserve"
 _SUFFIX = ".event.json"
@@ -64,11 +65,11 @@ def spool_event(event: SpooledEvent, directory: str | None = None) -> str:
         return _write_entry(event, directory)
 
 
-def ensure_reserve(directory: str | None = None) -> None:
-    """Set the reserve aside if it is missing (one `stat` when it is there; never raises)."""
+def ensure_reserve(directory: str | None = None) -> bool:
+    """Set the reserve aside if it is missing (one `stat` when it is there; never raises); whether it is."""
     path = os.path.join(directory or paths.spool_dir(), _RESERVE)
     if os.path.exists(path):
-        return
+        return True
     try:
         fd = paths.open_private(path + ".tmp", os.O_CREAT | os.O_WRONLY | os.O_TRUNC)
         try:
@@ -78,6 +79,8 @@ def ensure_reserve(directory: str | None = None) -> None:
         os.replace(path + ".tmp", path)
     except OSError:
         _remove(path + ".tmp")
+        return False
+    return True
 
 
 def _release_reserve(directory: str) -> bool:

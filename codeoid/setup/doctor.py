@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
 from codeoid import paths
-from codeoid.capture import spool
+from codeoid.capture import loss_ring, spool
 from codeoid.paths import DIR_MODE, FILE_MODE
 from codeoid.setup.claude_files import (
     ClaudeFiles,
@@ -58,6 +58,7 @@ def doctor_report(home: Path | None = None, project_dir: Path | None = None) -> 
         *_version_findings(),
         *_permission_findings(data_dir),
         *_backlog_findings(data_dir),
+        *_loss_findings(data_dir),
     ]
 
 
@@ -346,6 +347,15 @@ def _modes_under(root: Path) -> list[tuple[Path, int, int]]:
             if stat.S_ISREG(status.st_mode):
                 found.append((path, stat.S_IMODE(status.st_mode), FILE_MODE))
     return found
+
+
+def _loss_findings(data_dir: Path) -> list[Finding]:
+    """Events lost because not even the spool could be written (a full disk), as the loss ring counted them."""
+    count, lines = loss_ring.losses(str(data_dir / "logs" / "lost.ring"))
+    if not count:
+        return [Finding("ok", "No event has been lost.")]
+    return [Finding("fail", f"{count} event(s) were lost because the disk was full and not even the spool could "
+                            f"take them; the last: {lines[-1] if lines else 'unknown'}. Free space under {data_dir}.")]
 
 
 def _backlog_findings(data_dir: Path) -> list[Finding]:
