@@ -10,9 +10,11 @@ from __future__ import annotations
 import os
 import platform
 import shutil
+import sqlite3
 import stat
 import subprocess
 import sys
+from contextlib import closing
 from importlib import metadata
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
@@ -59,6 +61,7 @@ def doctor_report(home: Path | None = None, project_dir: Path | None = None) -> 
         *_permission_findings(data_dir),
         *_backlog_findings(data_dir),
         *_loss_findings(data_dir),
+        *_size_findings(data_dir),
     ]
 
 
@@ -347,6 +350,39 @@ def _modes_under(root: Path) -> list[tuple[Path, int, int]]:
             if stat.S_ISREG(status.st_mode):
                 found.append((path, stat.S_IMODE(status.st_mode), FILE_MODE))
     return found
+
+
+def _size_findings(data_dir: Path) -> list[Finding]:
+    """What the data dir holds, by kind, against its disk budget (`codeoid gc` brings it under)."""
+    from codeoid.store import retention
+
+    sizes = retention.file_sizes(str(data_dir))
+    if not sizes:
+        return []
+    parts = {}
+    database = data_dir / "store.db"
+    if database.exists():
+        try:
+            with closing(sqlite3.connect(f"file:{database}?mode=ro", uri=True)) as db:
+                parts = retention.store_breakdown(db)
+        except sqlite3.Error:
+            parts = {}
+    total = sum(sizes.values())
+    store = ", ".join(f"{name} {_mb(size)}" for name, size in sorted(parts.items(), key=lambda item: -item[1]))
+    kinds = ", ".join(f"{kind} {_mb(size)}" for kind, size in sorted(sizes.items(), key=lambda item: -item[1]))
+    try:
+        budget = retention.disk_budget()
+    except retention.RetentionConfigError as error:
+        return [Finding("fail", f"The disk budget cannot be read: {error}.")]
+    sentence = f"The data dir holds {_mb(total)} of a {_mb(budget)} budget: {kinds}" + (
+        f" (store: {store})" if store else "") + "."
+    if total > budget:
+        return [Finding("warn", sentence + " Over budget: `codeoid gc --apply` brings it under.")]
+    return [Finding("info", sentence)]
+
+
+def _mb(size: int) -> str:
+    return f"{size / 1024**2:,.1f} MB"
 
 
 def _loss_findings(data_dir: Path) -> list[Finding]:
