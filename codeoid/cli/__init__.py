@@ -15,6 +15,7 @@ from codeoid.cli import (  # noqa: F401  (each registers its commands)
     history,
     installation,
     privacy,
+    retention,
     running,
     viewer,
 )

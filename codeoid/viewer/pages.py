@@ -212,17 +212,14 @@ def raw_page(db: sqlite3.Connection, links: Links, raw_id: str, page_number: int
 
 
 def _raw_slice(db: sqlite3.Connection, raw_id: str, start: int, size: int) -> bytes:
-    """`size` bytes of the stored stdout from byte `start`, reading only the chunks that hold them."""
+    """`size` bytes of the stored stdout from byte `start`: chunks are read (and unpacked) in order only up to the
+    page's end."""
     taken = bytearray()
     position = 0
-    for seq, length in db.execute("SELECT seq, length(data) FROM raw_chunks WHERE raw_output_id = ? ORDER BY seq",
-                                  (raw_id,)).fetchall():
-        end = position + length
-        if end > start and position < start + size:
-            first = max(start - position, 0)
-            wanted = min(length - first, start + size - position - first)
-            taken += db.execute("SELECT substr(data, ?, ?) FROM raw_chunks WHERE raw_output_id = ? AND seq = ?",
-                                (first + 1, wanted, raw_id, seq)).fetchone()[0]
+    for chunk in raw.iter_raw_stdout(db, raw_id):
+        end = position + len(chunk)
+        if end > start:
+            taken += chunk[max(start - position, 0):start + size - position]
         position = end
         if position >= start + size:
             break
