@@ -182,7 +182,7 @@ def test_doctor_json_carries_the_health_checks(memory: Memory) -> None:
     assert status_of("matches its pinned sha256") == "ok"
     assert status_of("Chroma server") in ("ok", "info")
     assert status_of("Indexing backlog") == "ok"
-    assert status_of(f"{rules / 'broken.toml'}") == "warn"
+    assert status_of(f"{rules / 'broken.toml'}") == "fail"  # named once (setup.doctor's check), not twice
     assert status_of("Quarantine is empty") == "ok"
     assert status_of("raw output(s) never finished (raw-toolu_killed)") == "warn"
     assert done.returncode == 1  # codeoid is not installed in this HOME: the install check fails

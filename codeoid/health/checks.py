@@ -84,18 +84,6 @@ def index_backlog_findings(data_dir: Path, project_dir: Path) -> list[Finding]:
     return findings
 
 
-def rule_findings(data_dir: Path, project_dir: Path) -> list[Finding]:
-    """Compression rule files (built in, the user's, this project's) that could not be loaded."""
-    from codeoid.compressors.loader import load_rules
-
-    errors = load_rules(project_dir=project_dir).errors
-    if not errors:
-        return [Finding("ok", "Every compression rule file loads.")]
-    return [Finding("warn", f"The compression rule file {error.path}"
-                            f"{f' (line {error.line})' if error.line else ''} is skipped: {error.message}. Fix it; "
-                            "until then its rules do not apply.") for error in errors]
-
-
 def quarantine_findings(data_dir: Path, project_dir: Path) -> list[Finding]:
     """What quarantine holds in all (the installation checks name the corrupt databases and inputs one by one)."""
     quarantine = data_dir / "quarantine"
@@ -147,6 +135,5 @@ class _store:  # noqa: N801 - a context manager, named like one
 
 
 CHECKS: tuple[Callable[[Path, Path], list[Finding]], ...] = (
-    chroma_findings, model_findings, index_backlog_findings, rule_findings, quarantine_findings,
-    unfinished_raw_findings,
+    chroma_findings, model_findings, index_backlog_findings, quarantine_findings, unfinished_raw_findings,
 )
