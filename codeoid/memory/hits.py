@@ -49,7 +49,8 @@ class RawFacts:
 
     id: str
     size: int
-    lines: int | None  # None when the output is too large to count for a hit
+    lines: int | None  # None when the output is too large to count for a hit, or expired
+    expired: bool = False  # retention dropped the bytes (`codeoid gc`); the metadata stays
 
 
 def raw_facts(db: sqlite3.Connection, raw_id: str) -> RawFacts | None:
@@ -57,6 +58,8 @@ def raw_facts(db: sqlite3.Connection, raw_id: str) -> RawFacts | None:
     found = raw.get_raw_output(db, raw_id)
     if found is None:
         return None
+    if found.expired_at is not None:
+        return RawFacts(raw_id, found.stdout_size, None, expired=True)
     if found.stdout_size > MAX_COUNTED_RAW_BYTES:
         return RawFacts(raw_id, found.stdout_size, None)
     newlines, last = 0, b""
@@ -68,15 +71,17 @@ def raw_facts(db: sqlite3.Connection, raw_id: str) -> RawFacts | None:
 
 def render_hits(head: str, rows: Sequence[Row], *, query: str, budget: int | None, page_call: PageCall,
                 raw_outputs: Mapping[str, RawFacts] | None = None, notes: Mapping[int, str] | None = None,
-                more_hint: str = "") -> str:
+                places: Mapping[int, str] | None = None, more_hint: str = "") -> str:
     """`head`, then one block per hit, best first, within `budget` bytes (None: each hit at its natural size).
+    `notes` are lineage notes by episode id (in a fork); `places` the workspace of each, when hits span several.
 
     As many hits are shown as fit with at least their best line each; the rest are named at the end."""
     raw_outputs = raw_outputs or {}
     notes = notes or {}
+    places = places or {}
     matches = [matched_lines(str(row["text"]), query, chunk=_chunk(row), most=MOST_MATCHED) for row in rows]
-    headers = [_header(row, found, raw_outputs, notes.get(int(str(row["id"]))), page_call)
-               for row, found in zip(rows, matches, strict=True)]
+    headers = [_header(row, found, raw_outputs, notes.get(int(str(row["id"]))), places.get(int(str(row["id"]))),
+                       page_call) for row, found in zip(rows, matches, strict=True)]
     if budget is None:
         return _render(head, rows, matches, headers, None, page_call, more_hint)
     shown = len(rows)
@@ -116,7 +121,7 @@ def _chunk(row: Row) -> tuple[int, int] | None:
 
 
 def _header(row: Row, found: MatchedLines, raw_outputs: Mapping[str, RawFacts], note: str | None,
-            page_call: PageCall) -> str:
+            place: str | None, page_call: PageCall) -> str:
     text = str(row["text"])
     fields = [f"=== episode {row['id']}", kind_of(row), _time(float(str(row["created_at"])))]
     session = f"session {str(row['session_id'])[:8]}"
@@ -129,6 +134,8 @@ def _header(row: Row, found: MatchedLines, raw_outputs: Mapping[str, RawFacts], 
     fields.append(f"{found.total:,} line{'s' if found.total != 1 else ''}, {byte_size(text):,} bytes, "
                   f"~{estimate_tokens(text):,} tokens")
     lines = [" · ".join(fields)]
+    if place:
+        lines.append(f"workspace: {place}")
     what = _what(row)
     if what:
         lines.append(what)
@@ -158,6 +165,9 @@ def _what(row: Row) -> str:
 def _raw_line(raw_id: str, facts: RawFacts | None, page_call: PageCall) -> str:
     if facts is None:
         return f"compressed output; raw output {raw_id} is no longer stored"
+    if facts.expired:
+        return (f"compressed output; its raw output {raw_id} expired ({facts.size:,} bytes dropped to keep the data "
+                "dir under its disk budget)")
     if facts.lines is None:
         return (f"compressed output; the exact stdout is raw output {raw_id} ({facts.size:,} bytes): page it with "
                 f"{page_call(raw_id, '1-200')}")
