@@ -116,7 +116,7 @@ Examples:
 @click.option("--lines", "line_range", metavar="A-B",
               help="Only these lines of the text or stdout, exactly (82-120, 82, or 82- for the rest).")
 def show(episode_id: str, as_raw: bool, as_json: bool, line_range: str | None) -> None:
-    """Show one episode or raw output in full, or some of its lines.
+    """Show one episode or raw output, whole or some lines.
 
     EPISODE_ID is an episode number (from timeline or search) or a raw output id (raw-...), the exact stdout
     of a compressed Bash call. --lines prints exactly those lines of its text or stdout, byte for byte.
@@ -213,7 +213,7 @@ def _show_raw_output(db: sqlite3.Connection, raw_id: str, *, as_raw: bool, as_js
 @click.option("--json", "as_json", is_flag=True, help="Print every field as JSON, episode text whole.")
 @scope_option
 def search(query: str, limit: int, as_json: bool, all_workspaces: bool) -> None:
-    """Find episodes by words and meaning, and show the lines of each that matched.
+    """Find episodes by words and meaning, with their lines.
 
     BM25 and the vector index fused, ranked as the MCP server's recall ranks them; archived episodes included.
     `codeoid show ID --lines A-B` pages the rest of a hit.

@@ -166,8 +166,8 @@ def _raw_line(raw_id: str, facts: RawFacts | None, page_call: PageCall) -> str:
     if facts is None:
         return f"compressed output; raw output {raw_id} is no longer stored"
     if facts.expired:
-        return (f"compressed output; its raw output {raw_id} expired ({facts.size:,} bytes dropped to keep the data "
-                "dir under its disk budget)")
+        return (f"compressed output; raw expired: raw output {raw_id} ({facts.size:,} bytes) was dropped to keep the "
+                "data dir under its disk budget")
     if facts.lines is None:
         return (f"compressed output; the exact stdout is raw output {raw_id} ({facts.size:,} bytes): page it with "
                 f"{page_call(raw_id, '1-200')}")

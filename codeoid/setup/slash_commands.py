@@ -29,7 +29,7 @@ argument-hint: <what to look for>
 Search the verbatim history of this workspace with codeoid's `recall` tool (named `mcp__codeoid__recall`, or
 `mcp__plugin_codeoid_codeoid__recall` when codeoid is installed as a plugin) for: $ARGUMENTS
 
-Quote what you find exactly and name the episode ids, so they can be opened whole with `get_episode`.
+Quote what you find exactly and name the episode ids and lines; `get_episode(id, lines="a-b")` returns more.
 """
 
 GAIN_TEMPLATE = """\
