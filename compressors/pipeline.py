@@ -16,6 +16,7 @@ import re
 from collections import deque
 from collections.abc import Iterator
 
+from codeoid.compressors import failure_groups
 from codeoid.compressors.diagnostics import DIAGNOSTIC_HINTS, DIAGNOSTIC_PATTERNS
 from codeoid.compressors.rules import Rule
 
@@ -27,9 +28,10 @@ MAX_GROUPS = 4096
 # Entries pinned behind the last non-blank line (runs of differing blank-ish lines) before we give up pinning.
 MAX_PINNED = 4096
 
-KEEP, OMIT, PENDING, DROP, NOTE = range(5)
+# HELD: in a failure report not yet decided (see failure_groups); CUT: removed, a note counts it and its lines.
+KEEP, OMIT, PENDING, DROP, NOTE, HELD, CUT = range(7)
 # Removal reasons that a gap marker does not spell out (the marker's count says enough).
-_PLAIN_REASONS = frozenset({"head/tail", "item budget", "group budget"})
+_PLAIN_REASONS = frozenset({"head/tail", "item budget", "group budget", "traceback lines"})
 
 
 class MarkerCollision(Exception):
@@ -132,6 +134,9 @@ class Pipeline:
         group = rule.group
         self._group_path = re.compile(group.path) if group and group.path else None
         self._window = max(rule.tail, item.tail if item else 0) + 1
+        self._failures = failure_groups.FailureGroups(
+            rule.failures, keep=self._keeps, diagnostic=self._is_diagnostic, drop=self._drops,
+            apply=self._apply_verdict, note=self._failure_note) if rule.failures else None
 
         self.out = bytearray()
         self.removed: dict[str, int] = {}
@@ -168,6 +173,10 @@ class Pipeline:
             raise MarkerCollision
         entry = _Entry(line, self.lineno)
         text = line[:MATCH_CHARS].decode("utf-8", "surrogateescape")
+        if self._failures is not None and self._failures.feed(entry, text):
+            entry.state = HELD
+            self._append(entry)
+            return
         if self._item_start is not None or self._item_key is not None:
             self._track_item(text)
         self._decide(entry, text)
@@ -216,6 +225,36 @@ class Pipeline:
             self._omit(entry, "long lines")
             return
         self._budget(entry, text)
+
+    def _keeps(self, text: str) -> bool:
+        return self._keep is not None and self._keep.search(text)
+
+    def _drops(self, text: str) -> bool:
+        return self._drop is not None and self._drop.search(text)
+
+    def _apply_verdict(self, entry: _Entry, verdict: int) -> None:
+        """A failure report's line decided (failure_groups): kept, trimmed with a gap marker, cut under a note."""
+        if verdict == failure_groups.KEEP:
+            entry.state = KEEP
+        elif verdict == failure_groups.DROP:
+            entry.state, entry.reason = DROP, "dropped"
+        elif verdict == failure_groups.OMIT:
+            entry.state, entry.reason = OMIT, "traceback lines"
+        else:
+            entry.state, entry.reason = CUT, "similar-failure lines"
+
+    def _failure_note(self, text: str, before: _Entry | None) -> None:
+        if before is None:
+            self._note(text)
+            return
+        note = _Entry(text.encode("utf-8", "surrogateescape"), before.lineno)
+        note.state = NOTE
+        note.blank = True
+        for index in range(len(self._buffer) - 1, -1, -1):
+            if self._buffer[index] is before:
+                self._buffer.insert(index, note)
+                return
+        self._note(text)
 
     def _is_diagnostic(self, text: str) -> bool:
         return (self._diagnostics is not None and self._diagnostic_hints.search(text.lower()) is not None
@@ -350,7 +389,8 @@ class Pipeline:
         self._previous = entry if entry.state != NOTE else None
         if not entry.blank:
             self._last_nonblank = entry
-        while len(buffer) > self._window and (buffer[0] is not self._last_nonblank or len(buffer) > MAX_PINNED):
+        while len(buffer) > self._window and buffer[0].state != HELD and (
+                buffer[0] is not self._last_nonblank or len(buffer) > MAX_PINNED):
             self._write(buffer.popleft())
 
     def _write(self, entry: _Entry) -> None:
@@ -358,6 +398,9 @@ class Pipeline:
         count = 1 + entry.repeats
         if state == DROP:
             self.removed["dropped"] = self.removed.get("dropped", 0) + count
+            return
+        if state == CUT:
+            self.removed[entry.reason] = self.removed.get(entry.reason, 0) + count
             return
         if state == OMIT:
             if not self._gap:
@@ -406,6 +449,8 @@ class Pipeline:
     def close(self, *, complete: bool, newline_at_end: bool = True) -> None:
         """Write everything still buffered. `complete`: this is the whole output, so keep its closing line."""
         closing = self._last_nonblank
+        if self._failures is not None:
+            self._failures.finish(closing if complete else None)
         if complete and closing is not None and closing.state != KEEP:
             self._restore(closing)
         self._close_item()

@@ -144,6 +144,32 @@ class Group(NamedTuple):
     depth: int = 1
 
 
+class Failures(NamedTuple):
+    """A test run's failure reports grouped by cause (see `failure_groups`): the first failure of each cause keeps
+    a trimmed traceback, every later one its first lines and its reasons; one note per run of them says what was
+    cut and where."""
+
+    start: str  # a line matching starts one failure's report; group 1, if any, names the test
+    begin: str | None = None  # reports are looked for only after a line matching this (a FAILURES banner)
+    end: str | None = None  # a line matching ends the current report and belongs to none (a summary banner)
+    head: int = 1  # first lines of every report kept (its test id)
+    reason: tuple[str, ...] = ()  # lines saying why it failed (assertion, error message): kept, `reason_lines` each
+    reason_lines: int = 6
+    message: str | None = None  # the first line matching gives the cause's message (group 1, if any)
+    last_message: bool = False  # the last one does (Python tracebacks end with their exception)
+    # A frame's location line, group 1 the path and group 2 the line number. `frame` comes before the frame's
+    # code (Python tracebacks, JS stacks, pytest --tb=short); `frame_after` after it (pytest's long tracebacks).
+    frame: str | None = None
+    frame_after: str | None = None
+    frame_lines: int = 2  # lines after a kept `frame` line that show its code
+    pointer: tuple[str, ...] = ()  # lines marking the failing line of a kept frame's code (pytest `>`, jest `> 12 |`)
+    library: tuple[str, ...] = ()  # frame paths that are not the project's code (site-packages, node_modules)
+    innermost_first: bool = False  # stacks list the raising frame first (JS), not last (Python)
+    captured: str | None = None  # starts a report's captured output, of which `captured_lines` are kept
+    captured_lines: int = 10
+    budget: int = 60  # lines of traceback detail over all first-of-a-cause reports; past it they keep only reasons
+
+
 class Rule(NamedTuple):
     """One compression rule: when it applies, and the operations that turn raw output into compressed output."""
 
@@ -160,6 +186,7 @@ class Rule(NamedTuple):
     collapse: tuple[Collapse, ...] = ()
     item: Item | None = None
     group: Group | None = None
+    failures: Failures | None = None
     head: int | None = None
     tail: int = 0
 
@@ -175,6 +202,9 @@ class Rule(NamedTuple):
         fields["collapse"] = tuple(Collapse(c["label"], tuple(c["patterns"]), c["keep"]) for c in plain["collapse"])
         fields["item"] = Item(**{**plain["item"], "drop": tuple(plain["item"]["drop"])}) if plain["item"] else None
         fields["group"] = Group(**plain["group"]) if plain["group"] is not None else None
+        failures = plain.get("failures")
+        fields["failures"] = Failures(**{key: tuple(value) if isinstance(value, list) else value
+                                         for key, value in failures.items()}) if failures else None
         for key in ("keep", "drop"):
             fields[key] = tuple(plain[key])
         return cls(**fields)
@@ -182,12 +212,13 @@ class Rule(NamedTuple):
 
 _RULE_KEYS = {
     "name", "description", "enabled", "match", "keep", "diagnostics", "drop", "dedupe", "long_line", "collapse",
-    "item", "group", "head", "tail",
+    "item", "group", "failures", "head", "tail",
 }
 _MATCH_KEYS = {"program", "subcommand", "args_any", "args_none", "options_with_value"}
 _COLLAPSE_KEYS = {"label", "patterns", "keep"}
 _ITEM_KEYS = {"start", "key", "end", "drop", "count", "head", "tail", "label", "summary"}
 _GROUP_KEYS = {"by", "keep", "path", "depth"}
+_FAILURES_KEYS = set(Failures._fields)
 
 
 class _Checker:
@@ -272,6 +303,7 @@ def rule_from_table(table: Any) -> dict[str, Any]:
         "collapse": [_collapse(check, entry, index) for index, entry in enumerate(_list_of(table, "collapse"))],
         "item": _item(check, table["item"]) if "item" in table else None,
         "group": _group(check, table["group"]) if "group" in table else None,
+        "failures": _failures(check, table["failures"]) if "failures" in table else None,
         "head": check.count(table.get("head"), "head", allow_none=True),
         "tail": check.count(table.get("tail", 0), "tail"),
     }
@@ -288,7 +320,7 @@ def _disabled(name: str) -> dict[str, Any]:
     """A rule that only switches off the rule of the same name from a lower layer."""
     return {"name": name, "description": "", "enabled": False, "match": [], "keep": [],
             "diagnostics": True, "drop": [], "dedupe": True, "long_line": None, "collapse": [], "item": None,
-            "group": None, "head": None, "tail": 0}
+            "group": None, "failures": None, "head": None, "tail": 0}
 
 
 def _list_of(table: dict[str, Any], key: str) -> list[Any]:
@@ -342,3 +374,34 @@ def _group(check: _Checker, value: Any) -> dict[str, Any]:
         "path": check.pattern(group["path"], "group.path") if "path" in group else None,
         "depth": check.count(group.get("depth", 1), "group.depth"),
     }
+
+
+def _failures(check: _Checker, value: Any) -> dict[str, Any]:
+    failures = check.table_of(value, "failures", _FAILURES_KEYS)
+    if "start" not in failures:
+        raise ValueError("failures.start is required")
+    plain: dict[str, Any] = {}
+    for key, default in Failures._field_defaults.items():
+        given = failures.get(key, list(default) if isinstance(default, tuple) else default)
+        where = f"failures.{key}"
+        if key in ("reason", "pointer", "library"):
+            plain[key] = check.strings(given, where, patterns=True)
+        elif isinstance(default, bool):
+            plain[key] = check.flag(given, where)
+        elif isinstance(default, int):
+            plain[key] = check.count(given, where)
+        elif given is not None:
+            plain[key] = check.pattern(given, where)
+        else:
+            plain[key] = None
+    plain["start"] = check.pattern(failures["start"], "failures.start")
+    for key in ("frame", "frame_after"):
+        if plain[key] is not None and _group_count(plain[key]) < 2:
+            raise ValueError(f"failures.{key} needs two groups: the path and the line number")
+    return plain
+
+
+def _group_count(pattern: str) -> int:
+    import re
+
+    return re.compile(pattern).groups
