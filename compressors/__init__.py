@@ -86,6 +86,22 @@ the lower layers' rules. The first enabled rule that matches applies::
     label = "lines"                       # summary: "[codeoid] NAME: 40 lines in all, 20 lines not shown"
     summary = true
 
+    [rule.failures]                       # test runs: failure reports grouped by cause (failure_groups.py)
+    begin = '^=+ FAILURES =+$'            # optional: reports only after this line
+    start = '^_{3,} (.+?) _{3,}$'         # starts one failure's report, group 1 names the test
+    end = '^=+ .* =+$'                    # optional: ends the report, belongs to none
+    head = 1                              # first lines of every report kept (the test id)
+    reason = ['^E\\s']                     # why it failed: kept in every report, `reason_lines` (6) each
+    message = '^E\\s+(\\S.*)$'              # the first (or, `last_message = true`, last) match: the cause's message
+    frame = '^\\s*File "([^"]+)", line (\\d+)'   # a frame's location before its code: path, line
+    frame_after = '^(\\S+):(\\d+): '        # or after it (pytest's long form)
+    frame_lines = 2                       # code lines kept beside a kept frame
+    pointer = ['^>']                      # the failing line in a frame's code
+    library = ['site-packages/']          # frame paths that are not the project's
+    innermost_first = false               # true where stacks list the raising frame first (JS, Rust)
+    captured = '^-+ Captured .* -+$'      # captured output, `captured_lines` (10) kept in a cause's first report
+    budget = 60                           # traceback lines for all first reports together
+
     [rule.group]                          # listings: per-group budget, one summary line at the end
     by = "extension"                      # or "directory" (`depth` levels below where the listing starts)
     keep = 6
@@ -100,7 +116,10 @@ the lower layers' rules. The first enabled rule that matches applies::
 
 Patterns are Python regular expressions searched in the first 4 KiB of each line (decoded as UTF-8 with
 surrogateescape). Order of decisions per line: the rule's `keep`, then `drop` and `item.drop`, then `collapse`,
-then the engine's diagnostics, then `long_line`, the item budget, the group budget and `head`/`tail`.
+then the engine's diagnostics, then `long_line`, the item budget, the group budget and `head`/`tail`. Lines of
+a failure report are decided by `failures` when the report ends: the first report of each cause keeps a trimmed
+traceback, later ones their first lines, reasons and kept lines, and one note per run of them names the count
+and raw lines cut; a report with no reason and no message goes through the operations above.
 '''
 
 from __future__ import annotations

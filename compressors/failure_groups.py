@@ -33,7 +33,9 @@ if TYPE_CHECKING:
 
     from codeoid.compressors.rules import Failures
 
-KEEP, OMIT, CUT, DROP = range(4)
+# RELEASE: no failure after all (no reason, no message: a passing test's `=== RUN` block, jest's console output);
+# the line goes through the rule's other operations.
+KEEP, OMIT, CUT, DROP, RELEASE = range(5)
 # A report longer than this is decided as far as it has come and the rest of it goes through the usual rules:
 # the pipeline holds a report's lines until it ends, and this bounds that.
 MAX_SECTION_LINES = 2000
@@ -90,13 +92,13 @@ class FailureGroups:
     """Feed every line with `feed`; `finish` at the end. Verdicts and notes go to the pipeline's callbacks.
 
     `keep`, `diagnostic` and `drop` are the rule's own line tests (the rule's keep patterns, the engine's
-    diagnostics, the rule's drop patterns). `apply(line, verdict)` receives every held line's verdict (KEEP,
-    OMIT: trimmed with a gap marker, CUT: counted by a note, DROP); `note(text, before)` asks for a marker line
-    before the held line `before`, or after everything so far when `before` is None.
+    diagnostics, the rule's drop patterns). `apply(line, verdict, text)` receives every held line's verdict
+    (KEEP; OMIT: trimmed, with a gap marker; CUT: counted by a note; DROP; RELEASE); `note(text, before)` asks for
+    a marker line before the held line `before`, or after everything so far when `before` is None.
     """
 
     def __init__(self, spec: Failures, *, keep: Callable[[str], bool], diagnostic: Callable[[str], bool],
-                 drop: Callable[[str], bool], apply: Callable[[Any, int], None],
+                 drop: Callable[[str], bool], apply: Callable[[Any, int, str], None],
                  note: Callable[[str, Any], None]) -> None:
         self.spec = spec
         self._keep, self._diagnostic, self._drop = keep, diagnostic, drop
@@ -111,6 +113,9 @@ class FailureGroups:
         self._pointer = _union(spec.pointer)
         self._library = _union(spec.library)
         self._captured = re.compile(spec.captured) if spec.captured else None
+        # A report is a failure once a line says why (a reason or the message); one that never does is given back.
+        self._evidence = _union((*spec.reason, *((spec.message,) if spec.message else ())))
+        self._failing = False
         self._begun = self._begin is None
         self._name = ""
         self._lines: list[tuple[Any, str]] = []
@@ -118,10 +123,6 @@ class FailureGroups:
         self._causes: dict[tuple[str, str], _Cause] = {}
         self._run: _Run | None = None
         self._budget = spec.budget
-
-    @property
-    def holding(self) -> bool:
-        return self._open
 
     def feed(self, line: Any, text: str) -> bool:
         """Whether `line` belongs to a failure report (then it is held until its verdict)."""
@@ -139,11 +140,14 @@ class FailureGroups:
             self._open = True
             self._name = next((group for group in found.groups() if group), text.strip())
             self._lines = [(line, text)]
+            self._failing = self._evidence is not None and self._evidence.search(text) is not None
             return True
         if not self._open:
             self._end_run(None)
             return False
         self._lines.append((line, text))
+        if not self._failing and self._evidence is not None and self._evidence.search(text) is not None:
+            self._failing = True
         if len(self._lines) >= MAX_SECTION_LINES:
             self._close()
         return True
@@ -160,22 +164,27 @@ class FailureGroups:
             return
         self._open = False
         lines, self._lines = self._lines, []
+        if not self._failing:
+            for line, text in lines:
+                self._apply(line, RELEASE, text)
+            return
         texts = [text for _, text in lines]
+        message_at, message = self._message_of(texts)
         frames = self._frames(texts)
-        message = self._message_of(texts)
         project = [frame for frame in frames if not self._is_library(frame[1])]
         innermost = outermost = None
         if project:
             innermost, outermost = (project[0], project[-1]) if self.spec.innermost_first else (project[-1],
                                                                                                  project[0])
         where = ""
-        if innermost is not None:
-            where = innermost[1] if innermost is outermost else f"{innermost[1]}:{innermost[2]}"
+        if innermost is not None and outermost is not None:
+            # Raised in the test's own file: the line differs from test to test, the cause need not.
+            where = innermost[1] if innermost[1] == outermost[1] else f"{innermost[1]}:{innermost[2]}"
         key = (cause_of(message), where)
         cause = self._causes.get(key)
         spent = None
         if cause is None:
-            verdicts = self._first_of_cause(texts, frames, {innermost, outermost} - {None})
+            verdicts = self._first_of_cause(texts, frames, {innermost, outermost} - {None}, message_at)
             self._end_run(lines[0][0])
             if CUT in verdicts:
                 spent = [line for (line, _), verdict in zip(lines, verdicts, strict=True)
@@ -195,8 +204,8 @@ class FailureGroups:
                     run.cut += 1 + line.repeats
                     run.first_line = run.first_line or line.lineno
                     run.last_line = line.lineno + line.repeats
-        for (line, _), verdict in zip(lines, verdicts, strict=True):
-            self._apply(line, KEEP if line is closing else verdict)
+        for (line, text), verdict in zip(lines, verdicts, strict=True):
+            self._apply(line, KEEP if line is closing else verdict, text)
         if spent:
             cut = sum(1 + line.repeats for line in spent)
             self._note(f"{cut:,} more line{'s' if cut > 1 else ''} of this report cut, the traceback budget spent "
@@ -206,7 +215,7 @@ class FailureGroups:
         return index < self.spec.head or self._keep(text)
 
     def _first_of_cause(self, texts: list[str], frames: list[tuple[int, str, str, bool]],
-                        chosen: set[Any]) -> list[int]:
+                        chosen: set[Any], message_at: int | None) -> list[int]:
         spec = self.spec
         verdicts = [OMIT] * len(texts)
         reasons = 0
@@ -218,11 +227,19 @@ class FailureGroups:
                 verdicts[index] = KEEP
             elif self._drop(text):
                 verdicts[index] = DROP
+        starts = [frame[0] for frame in frames]
+        if message_at is not None:
+            # The message goes on to the next frame (unittest's list diff under its AssertionError).
+            following = min((start for start in starts if start > message_at), default=len(texts))
+            shown = 0
+            for index in range(message_at + 1, following):
+                if verdicts[index] == OMIT and shown < spec.reason_lines:
+                    verdicts[index] = KEEP
+                    shown += 1
         if self._budget <= 0:
             return [CUT if verdict == OMIT else verdict for verdict in verdicts]
         detail = set()
         # The frames at both ends of the project's part of the stack, with the code each points at.
-        starts = [frame[0] for frame in frames]
         for frame in frames:
             if frame not in chosen:
                 continue
@@ -230,21 +247,22 @@ class FailureGroups:
             detail.add(index)
             if after:  # pytest's long form: the frame's code comes before its location line
                 previous = max((start for start in starts if start < index), default=0)
-                detail.update(i for i in range(previous + 1, index) if self._is_pointer(texts[i]))
+                for pointer in (i for i in range(previous + 1, index) if self._is_pointer(texts[i])):
+                    detail.update(range(max(previous + 1, pointer - spec.frame_lines), pointer + 1))
             else:
                 following = min((start for start in starts if start > index), default=len(texts))
                 detail.update(range(index + 1, min(index + 1 + spec.frame_lines, following)))
                 detail.update(i for i in range(index + 1, following) if self._is_pointer(texts[i]))
-        # Code pointers outside any frame (jest's code frame before its stack).
-        first_frame = starts[0] if starts else len(texts)
-        detail.update(i for i in range(first_frame) if self._is_pointer(texts[i]))
+        # Code pointers before the stack (jest's code frame), unless they belong to its first frame.
+        if not frames or not frames[0][3]:
+            detail.update(i for i in range(starts[0] if starts else len(texts)) if self._is_pointer(texts[i]))
         detail.update(self._captured_head(texts))
         # The caret line under a kept code line.
         for index in sorted(detail):
             if index + 1 < len(texts) and _CARETS.match(texts[index + 1]):
                 detail.add(index + 1)
         for index in sorted(detail):
-            if verdicts[index] != KEEP and self._budget > 0:
+            if verdicts[index] == OMIT and self._budget > 0:
                 verdicts[index] = KEEP
                 self._budget -= 1
         self._fill_small_gaps(verdicts)
@@ -310,14 +328,16 @@ class FailureGroups:
                     break
         return frames
 
-    def _message_of(self, texts: list[str]) -> str:
+    def _message_of(self, texts: list[str]) -> tuple[int | None, str]:
+        """Where the cause's message is, and its text."""
         if self._message is None:
-            return ""
-        for text in reversed(texts) if self.spec.last_message else texts:
-            found = self._message.search(text)
+            return None, ""
+        order = range(len(texts) - 1, -1, -1) if self.spec.last_message else range(len(texts))
+        for index in order:
+            found = self._message.search(texts[index])
             if found is not None:
-                return next((group for group in found.groups() if group), found.group(0))
-        return ""
+                return index, next((group for group in found.groups() if group), found.group(0))
+        return None, ""
 
     def _is_library(self, path: str) -> bool:
         return self._library is not None and self._library.search(path) is not None

@@ -232,9 +232,13 @@ class Pipeline:
     def _drops(self, text: str) -> bool:
         return self._drop is not None and self._drop.search(text)
 
-    def _apply_verdict(self, entry: _Entry, verdict: int) -> None:
-        """A failure report's line decided (failure_groups): kept, trimmed with a gap marker, cut under a note."""
-        if verdict == failure_groups.KEEP:
+    def _apply_verdict(self, entry: _Entry, verdict: int, text: str) -> None:
+        """A failure report's line decided (failure_groups): kept, trimmed with a gap marker, cut under a note, or
+        given back to the rule's other operations."""
+        if verdict == failure_groups.RELEASE:
+            entry.state = KEEP
+            self._decide(entry, text)
+        elif verdict == failure_groups.KEEP:
             entry.state = KEEP
         elif verdict == failure_groups.DROP:
             entry.state, entry.reason = DROP, "dropped"

@@ -161,7 +161,7 @@ class Failures(NamedTuple):
     # code (Python tracebacks, JS stacks, pytest --tb=short); `frame_after` after it (pytest's long tracebacks).
     frame: str | None = None
     frame_after: str | None = None
-    frame_lines: int = 2  # lines after a kept `frame` line that show its code
+    frame_lines: int = 2  # a kept frame's code: lines after its `frame` line, or before its `frame_after` pointer
     pointer: tuple[str, ...] = ()  # lines marking the failing line of a kept frame's code (pytest `>`, jest `> 12 |`)
     library: tuple[str, ...] = ()  # frame paths that are not the project's code (site-packages, node_modules)
     innermost_first: bool = False  # stacks list the raising frame first (JS), not last (Python)
@@ -202,9 +202,10 @@ class Rule(NamedTuple):
         fields["collapse"] = tuple(Collapse(c["label"], tuple(c["patterns"]), c["keep"]) for c in plain["collapse"])
         fields["item"] = Item(**{**plain["item"], "drop": tuple(plain["item"]["drop"])}) if plain["item"] else None
         fields["group"] = Group(**plain["group"]) if plain["group"] is not None else None
-        failures = plain.get("failures")
-        fields["failures"] = Failures(**{key: tuple(value) if isinstance(value, list) else value
-                                         for key, value in failures.items()}) if failures else None
+        failures: dict[str, Any] | None = plain.get("failures")
+        if failures is not None:
+            failures = {key: tuple(value) if isinstance(value, list) else value for key, value in failures.items()}
+        fields["failures"] = Failures(**failures) if failures is not None else None
         for key in ("keep", "drop"):
             fields[key] = tuple(plain[key])
         return cls(**fields)
