@@ -19,7 +19,8 @@ section until it ends, names its cause, and decides every line of it:
   line range, so that `get_episode(id, lines=...)` pages exactly there.
 
 The module decides; the pipeline (`pipeline.py`) holds the lines, applies the verdicts and writes. Lines are
-opaque items with `lineno` and `repeats` (identical consecutive raw lines folded into one).
+opaque items with `line` (the raw bytes), `lineno` and `repeats` (identical consecutive raw lines folded into
+one).
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ KEEP, OMIT, CUT, DROP, RELEASE = range(5)
 # A report longer than this is decided as far as it has come and the rest of it goes through the usual rules:
 # the pipeline holds a report's lines until it ends, and this bounds that.
 MAX_SECTION_LINES = 2000
+MAX_SECTION_BYTES = 1 << 20
 # Causes remembered; past this a new cause is shown as a first failure but not remembered.
 MAX_CAUSES = 1024
 # Lines of a first failure remembered to tell its later failures' diagnostics apart.
@@ -120,6 +122,7 @@ class FailureGroups:
         self._name = ""
         self._lines: list[tuple[Any, str]] = []
         self._open = False
+        self._held = 0  # bytes of the open report
         self._causes: dict[tuple[str, str], _Cause] = {}
         self._run: _Run | None = None
         self._budget = spec.budget
@@ -140,15 +143,17 @@ class FailureGroups:
             self._open = True
             self._name = next((group for group in found.groups() if group), text.strip())
             self._lines = [(line, text)]
+            self._held = len(line.line)
             self._failing = self._evidence is not None and self._evidence.search(text) is not None
             return True
         if not self._open:
             self._end_run(None)
             return False
         self._lines.append((line, text))
+        self._held += len(line.line)
         if not self._failing and self._evidence is not None and self._evidence.search(text) is not None:
             self._failing = True
-        if len(self._lines) >= MAX_SECTION_LINES:
+        if len(self._lines) >= MAX_SECTION_LINES or self._held >= MAX_SECTION_BYTES:
             self._close()
         return True
 

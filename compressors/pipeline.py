@@ -173,10 +173,12 @@ class Pipeline:
             raise MarkerCollision
         entry = _Entry(line, self.lineno)
         text = line[:MATCH_CHARS].decode("utf-8", "surrogateescape")
-        if self._failures is not None and self._failures.feed(entry, text):
-            entry.state = HELD
-            self._append(entry)
-            return
+        if self._failures is not None:
+            entry.state = HELD  # before `feed`, which may decide it at once (a report too long to hold)
+            if self._failures.feed(entry, text):
+                self._append(entry)
+                return
+            entry.state = KEEP
         if self._item_start is not None or self._item_key is not None:
             self._track_item(text)
         self._decide(entry, text)

@@ -180,6 +180,41 @@ program = "mocha"
     assert int(note.group(4)) == result.removed["similar-failure lines"]
 
 
+def test_a_report_too_long_to_hold_is_decided_as_far_as_it_came_and_the_rest_streams() -> None:
+    huge = failure("test_huge", 1) + [f"captured line {n}" for n in range(5000)]
+    raw = pytest_run(huge, *(failure(f"test_case_{n}", n) for n in range(2, 12)))
+    out, _ = compress_bytes(make_rule(PYTEST_LIKE % {"budget": 60}), raw, Thresholds(hold_bytes=0))
+    assert violations("tests", raw, out) == []
+    assert b"captured line 4999\n" in out and out.count(b">       raise ValueError") == 1
+
+
+def test_collection_errors_of_one_cause_are_grouped_and_every_one_is_named() -> None:
+    lines = ["=" * 20 + " test session starts " + "=" * 20, "collected 0 items / 12 errors", "",
+             "=" * 30 + " ERRORS " + "=" * 30]
+    for n in range(12):
+        lines += [f"{'_' * 15} ERROR collecting tests/test_mod{n}.py {'_' * 15}",
+                  "ImportError while importing test module '/srv/app/tests/test_mod%d.py'." % n,
+                  "Hint: make sure your test modules/packages have valid Python names.", "Traceback:",
+                  "/usr/lib/python3.11/importlib/__init__.py:126: in import_module",
+                  "    return _bootstrap._gcd_import(name[level:], package, level)",
+                  f"tests/test_mod{n}.py:3: in <module>", "    from app.core import parse",
+                  "app/core.py:7: in <module>", "    from app.missing import thing",
+                  "E   ModuleNotFoundError: No module named 'app.missing'"]
+    lines += ["=" * 20 + " short test summary info " + "=" * 20]
+    lines += [f"ERROR tests/test_mod{n}.py" for n in range(12)]
+    lines += ["!" * 20 + " Interrupted: 12 errors during collection " + "!" * 20, "=" * 20 + " 12 errors in 0.3s " + "=" * 20]
+    raw = ("\n".join(lines) + "\n").encode()
+    rule = RULES.for_command("pytest")
+    assert rule is not None
+    out, _ = compress_bytes(rule, raw)
+    assert violations("tests", raw, out) == []
+    text = out.decode()
+    assert text.count("from app.missing import thing") == 1
+    assert text.count("E   ModuleNotFoundError: No module named 'app.missing'") == 12
+    assert all(f"ERROR collecting tests/test_mod{n}.py" in text for n in range(12))
+    assert "11 more failures with the cause of ERROR collecting tests/test_mod0.py (app/core.py:7)" in text
+
+
 def test_streamed_and_held_outputs_are_the_same() -> None:
     raw = pytest_run(*(failure(f"test_case_{n}", n) for n in range(1, 41)))
     rule = make_rule(PYTEST_LIKE % {"budget": 60})
