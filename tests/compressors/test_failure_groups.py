@@ -193,7 +193,7 @@ def test_collection_errors_of_one_cause_are_grouped_and_every_one_is_named() -> 
              "=" * 30 + " ERRORS " + "=" * 30]
     for n in range(12):
         lines += [f"{'_' * 15} ERROR collecting tests/test_mod{n}.py {'_' * 15}",
-                  "ImportError while importing test module '/srv/app/tests/test_mod%d.py'." % n,
+                  f"ImportError while importing test module '/srv/app/tests/test_mod{n}.py'.",
                   "Hint: make sure your test modules/packages have valid Python names.", "Traceback:",
                   "/usr/lib/python3.11/importlib/__init__.py:126: in import_module",
                   "    return _bootstrap._gcd_import(name[level:], package, level)",
@@ -202,7 +202,8 @@ def test_collection_errors_of_one_cause_are_grouped_and_every_one_is_named() -> 
                   "E   ModuleNotFoundError: No module named 'app.missing'"]
     lines += ["=" * 20 + " short test summary info " + "=" * 20]
     lines += [f"ERROR tests/test_mod{n}.py" for n in range(12)]
-    lines += ["!" * 20 + " Interrupted: 12 errors during collection " + "!" * 20, "=" * 20 + " 12 errors in 0.3s " + "=" * 20]
+    lines += ["!" * 20 + " Interrupted: 12 errors during collection " + "!" * 20,
+              "=" * 20 + " 12 errors in 0.3s " + "=" * 20]
     raw = ("\n".join(lines) + "\n").encode()
     rule = RULES.for_command("pytest")
     assert rule is not None
