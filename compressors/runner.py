@@ -3,7 +3,7 @@
     codeoid-compress -- git diff                       run a command (its stdin, stderr and exit status are its own)
     git diff | codeoid-compress --command 'git diff'   filter a pipe, naming the command that wrote it
     ... > >(codeoid-compress --tool-use-id ID --project-dir DIR --command CMD)
-                                                        what the PreToolUse rewrite runs (`codeoid.bash_wrapper`)
+                                                        what the PreToolUse rewrite runs (`bash_wrapper`)
 
 The compressed text ends with a footer naming the raw output's id. Stderr is never touched, and the exit status
 is the command's. Whenever this program cannot do its job (no rule applies, the store is unavailable, the engine

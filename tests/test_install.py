@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from codeoid.doctor import Finding, doctor_report
-from codeoid.hook_table import (
+from codeoid.setup.doctor import Finding, doctor_report
+from codeoid.setup.hook_table import (
     ALLOW_RULE,
     HOOK_TABLE,
     hook_command,
@@ -25,8 +25,8 @@ from codeoid.hook_table import (
     is_codeoid_handler,
     parse_command,
 )
-from codeoid.install import InstallError, install, uninstall
-from codeoid.json_config import BACKUP_MARK
+from codeoid.setup.install import InstallError, install, uninstall
+from codeoid.setup.json_config import BACKUP_MARK
 
 REPO = Path(__file__).resolve().parent.parent
 TABLE_EVENTS = [registration.event for registration in HOOK_TABLE]

@@ -20,7 +20,7 @@ from typing import Any, NamedTuple
 import pytest
 from conftest import executable, run_hook
 
-from codeoid import bash_wrapper
+from codeoid.compressors import bash_wrapper
 from codeoid.hooks import bash_shell, permissions, shell_facts
 from codeoid.hooks.permissions import Rules
 

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 from codeoid.compressors import compress_bytes, load_rules
-from codeoid.render import estimate_tokens
+from codeoid.text import estimate_tokens
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "compress"

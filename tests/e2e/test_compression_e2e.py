@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from codeoid import bash_wrapper
+from codeoid.compressors import bash_wrapper
 
 from .fake_anthropic import Reply, Text, ToolResult, ToolUse, bash
 from .rig import ClaudeRig, RunResult

@@ -12,7 +12,7 @@ Files, under `<data dir>/chroma-server/`:
   server.log   the output of the watchdog and of `chroma run`
 The collections themselves live in `<data dir>/chroma/`.
 
-Lifecycle. `ensure_server()` runs `python -m codeoid.chroma_server watch` in a new session; that process forks
+Lifecycle. `ensure_server()` runs `python -m codeoid.memory.chroma_server watch` in a new session; that process forks
 once more and exits, so the watchdog is nobody's child: ending a `claude` process tree (psutil's recursive
 children) never reaches it. The watchdog starts `chroma run --host 127.0.0.1 --port <free port> --path
 <data dir>/chroma` as its own child (on Linux that child gets SIGTERM if the watchdog dies, even by kill -9),
@@ -293,7 +293,7 @@ def _start(timeout: float) -> ServerInfo:
         log = os.fdopen(paths.open_private(log_path, os.O_CREAT | os.O_WRONLY | os.O_APPEND), "ab")
         with log:
             launcher = subprocess.Popen(
-                [sys.executable, "-m", "codeoid.chroma_server", "watch", "--port", str(port),
+                [sys.executable, "-m", "codeoid.memory.chroma_server", "watch", "--port", str(port),
                  "--idle-seconds", str(idle_seconds()), "--ready-fd", str(write_fd)],
                 stdin=subprocess.DEVNULL, stdout=log, stderr=log, pass_fds=(write_fd,),
                 start_new_session=True, cwd=paths.data_dir(), env=env,
@@ -477,7 +477,7 @@ def _log(message: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m codeoid.chroma_server", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m codeoid.memory.chroma_server", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
     watch = commands.add_parser("watch", help="run chroma and stop it when idle (started by ensure_server)")
     watch.add_argument("--port", type=int, required=True)

@@ -1,6 +1,6 @@
 """Episode chunks in Chroma, one collection per workspace, for the indexer to fill and retrieval to query.
 
-Every process reaches Chroma over HTTP (`codeoid.chroma_server` says why): the local server, started on demand,
+Every process reaches Chroma over HTTP (`codeoid.memory.chroma_server` says why): the local server, started on demand,
 or the team server `CODEOID_CHROMA_URL` names. A collection is keyed by the workspace's portable id (the
 normalized git remote URL), so teammates' clones share one; its documents hold the chunk text, so a hit from
 someone else's session reads as text even though their store is not here.
@@ -27,8 +27,8 @@ from typing import TYPE_CHECKING, TypeVar
 
 import httpx
 
-from codeoid import chroma_server
-from codeoid.chroma_embedding import CodeoidEmbeddingFunction
+from codeoid.memory import chroma_server
+from codeoid.memory.chroma_embedding import CodeoidEmbeddingFunction
 
 if TYPE_CHECKING:
     from chromadb.api import ClientAPI

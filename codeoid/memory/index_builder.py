@@ -14,16 +14,16 @@ import threading
 import time
 from dataclasses import dataclass
 
-from codeoid import workspace_index
 from codeoid.log import log
-from codeoid.ranking import vector_enabled
+from codeoid.memory import workspace_index
+from codeoid.memory.ranking import vector_enabled
 from codeoid.store import db as store_db
 from codeoid.store import identity, queries
 from codeoid.store import workspace_index as stored_index
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from codeoid.vector_index import VectorIndex
+    from codeoid.memory.vector_index import VectorIndex
 
 REBUILD_EPISODES = 5
 REBUILD_SECONDS = 60.0
@@ -98,7 +98,7 @@ def run_forever(stop: threading.Event, project_dir: str, *, delay: float = 2.0) 
     try:
         vectors = None
         if vector_enabled():
-            from codeoid.vector_index import VectorIndex
+            from codeoid.memory.vector_index import VectorIndex
 
             vectors = VectorIndex(store=identity.store_id(db))
         IndexBuilder(db, project_dir, vectors=vectors).run(stop)

@@ -1,7 +1,8 @@
-"""Turning what Claude Code reports about a tool call into text: the result as the model read it, the
+"""Episode text: turning what Claude Code reports about a tool call into text: the result as the model read it, the
 file paths it touched, and a one-line summary built by rules (never by a model).
 
-Pure functions over plain JSON values, shared by the capture hooks and the readers.
+Pure functions over plain JSON values, used by the store when it writes an episode and reads its response
+back; the general text helpers they build on are in `codeoid.text`.
 """
 
 from __future__ import annotations
@@ -9,34 +10,14 @@ from __future__ import annotations
 import json
 import re
 
+from codeoid.text import one_line, to_json
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-SUMMARY_WIDTH = 120
 _EXIT_CODE = re.compile(r"^Exit code (-?\d+)")
 _PATH_KEYS = ("file_path", "notebook_path", "path")
-
-
-def clean_text(value: str) -> str:
-    """Replace lone surrogates (valid JSON escapes, invalid UTF-8) so SQLite can store the text."""
-    if value.isascii():
-        return value
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        return value.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
-    return value
-
-
-def to_json(value: Any) -> str:
-    """JSON that keeps every character: readable UTF-8 normally, ASCII escapes when lone surrogates occur."""
-    text = json.dumps(value, ensure_ascii=False)
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return json.dumps(value, ensure_ascii=True)
-    return text
 
 
 def result_text(tool_name: str, response: Any) -> str:
@@ -167,21 +148,6 @@ def tool_summary(tool_name: str, tool_input: dict[str, Any], text: str, exit_sta
 
 def text_summary(label: str, text: str) -> str:
     return one_line(f"{label}: {text}")
-
-
-def one_line(text: str, width: int = SUMMARY_WIDTH) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= width else flat[: width - 1] + "…"
-
-
-def estimate_tokens(text: str) -> int:
-    """About four characters a token for English and code; callers that must not overflow divide by three."""
-    return estimate_tokens_of_size(len(text))
-
-
-def estimate_tokens_of_size(size: int) -> int:
-    """The same rate for a size alone (the savings ledger knows byte counts, not text); negative stays negative."""
-    return (size + 3) // 4 if size >= 0 else -estimate_tokens_of_size(-size)
 
 
 def _maybe_json(text: str) -> Any:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from codeoid.vector_index import Chunk, MetadataValue
+from codeoid.memory.vector_index import Chunk, MetadataValue
 
 HEADER_CHARS = 160
 # Room for [CLS], [SEP] and the newline between header and body, and for tokenizer merges across line joins.

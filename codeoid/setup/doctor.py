@@ -10,22 +10,26 @@ from __future__ import annotations
 import os
 import platform
 import shutil
+import sqlite3
 import stat
 import subprocess
 import sys
+from contextlib import closing
 from importlib import metadata
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
-from codeoid import paths, spool
-from codeoid.claude_files import (
+from codeoid import paths
+from codeoid.capture import spool
+from codeoid.paths import DIR_MODE, FILE_MODE
+from codeoid.setup.claude_files import (
     ClaudeFiles,
     PluginSighting,
     find_plugin_route,
     locate_claude_files,
     project_local_settings,
 )
-from codeoid.hook_table import (
+from codeoid.setup.hook_table import (
     ALLOW_RULE,
     HOOK_TABLE,
     MCP_SERVER_NAME,
@@ -33,9 +37,8 @@ from codeoid.hook_table import (
     is_codeoid_server,
     parse_command,
 )
-from codeoid.install_manifest import InstallRecord, load_records, manifest_path
-from codeoid.json_config import InstallError, load_object
-from codeoid.paths import DIR_MODE, FILE_MODE
+from codeoid.setup.install_manifest import InstallRecord, load_records, manifest_path
+from codeoid.setup.json_config import InstallError, load_object
 
 Status = Literal["ok", "info", "warn", "fail"]
 CLAUDE_VERSION_TIMEOUT = 5.0
@@ -57,6 +60,7 @@ def doctor_report(home: Path | None = None, project_dir: Path | None = None) -> 
         *_version_findings(),
         *_permission_findings(data_dir),
         *_backlog_findings(data_dir),
+        *_missed_compression_findings(data_dir),
     ]
 
 
@@ -383,6 +387,21 @@ def _backlog_findings(data_dir: Path) -> list[Finding]:
             )
         )
     return findings
+
+
+def _missed_compression_findings(data_dir: Path) -> list[Finding]:
+    """A pointer to `codeoid discover` when much of the Bash output stored reached the window uncompressed."""
+    database = data_dir / "store.db"
+    if not database.is_file():
+        return []
+    from codeoid.store import ledger
+
+    try:
+        with closing(sqlite3.connect(f"{database.as_uri()}?mode=ro", uri=True, timeout=1)) as db:
+            hint = ledger.missed_hint(*ledger.missed(db))
+    except sqlite3.Error:
+        return []  # a busy or damaged store is reported by the checks that own it
+    return [Finding("info", hint)] if hint else []
 
 
 def _is_executable(path: str | None) -> bool:

@@ -14,12 +14,12 @@ from typing import Any
 from chromadb.api.types import Documents, EmbeddingFunction, Embeddings, Space
 from chromadb.utils.embedding_functions import register_embedding_function
 
-from codeoid.embedding import Embedder, default_embedder, embedder_from_config
+from codeoid.memory.embedding import Embedder, default_embedder, embedder_from_config
 
 
 @register_embedding_function
 class CodeoidEmbeddingFunction(EmbeddingFunction[Documents]):
-    """Adapts any `codeoid.embedding.Embedder` to Chroma; the default is the bundled MiniLM model."""
+    """Adapts any `codeoid.memory.embedding.Embedder` to Chroma; the default is the bundled MiniLM model."""
 
     def __init__(self, embedder: Embedder | None = None) -> None:
         self.embedder = embedder or default_embedder()

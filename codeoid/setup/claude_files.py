@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from codeoid.json_config import load_object
+from codeoid.setup.json_config import load_object
 
 PLUGIN_NAME = "codeoid"
 

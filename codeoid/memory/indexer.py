@@ -9,7 +9,7 @@ connection commits, costs microseconds, and needs neither a watchdog thread nor 
 (`codeoid.store.vector_progress`), so a kill -9 loses nothing and two indexers never embed the same episode.
 Embedding uses one onnxruntime thread, so the indexer costs at most one core.
 
-What enters the index: live and archived episodes, redacted (`codeoid.privacy`); not codeoid's own tool calls
+What enters the index: live and archived episodes, redacted (`codeoid.memory.privacy`); not codeoid's own tool calls
 or rotation seeds (copies of stored episodes), not episodes touching an excluded path, not retracted ones (and
 a retraction of an indexed episode removes its chunks). When Chroma is unreachable the indexer gives its
 claim back, waits `retry_seconds` and tries again, then catches up from its watermark.
@@ -25,13 +25,13 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from codeoid import chunking, privacy
-from codeoid.embedding import Embedder, default_embedder
 from codeoid.log import log
+from codeoid.memory import chunking, privacy
+from codeoid.memory.embedding import Embedder, default_embedder
+from codeoid.memory.vector_index import Chunk, VectorIndex, VectorIndexUnavailable, workspace_index_id
 from codeoid.store import db as store_db
 from codeoid.store import identity, vector_progress
 from codeoid.store.queries import Row
-from codeoid.vector_index import Chunk, VectorIndex, VectorIndexUnavailable, workspace_index_id
 
 SKIPPED_ORIGINS = ("codeoid", "seed")  # as retrieval.NOT_RECALLED_ORIGINS: copies of episodes already stored
 INDEXED_STATES = ("live", "archived")

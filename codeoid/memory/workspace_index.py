@@ -1,7 +1,7 @@
 """The workspace index: a compact, stable text telling the model what memory holds before it needs to ask.
 
 It has a fingerprint line (episodes, sessions, first and last activity), the hottest files by touch count with a
-`recall_file` nudge, topic clusters over the episode embeddings (`codeoid.topics`), one line per recent session,
+`recall_file` nudge, topic clusters over the episode embeddings (`codeoid.memory.topics`), one line per recent session,
 and the memory tools by the names the active install route gives them. The long-lived process builds it
 (`build`; it needs the vector index for topics) and saves it in the store; hooks only read it: SessionStart
 injects it whole (`for_window`), UserPromptSubmit a short `delta` when memory changed materially since the
@@ -20,16 +20,16 @@ import os
 import sqlite3
 import time
 
-from codeoid.render import one_line
-from codeoid.rotation.seed import PLUGIN_TOOL_PREFIX, SETTINGS_TOOL_PREFIX, TOOLS
+from codeoid.memory_tools import PLUGIN_TOOL_PREFIX, SETTINGS_TOOL_PREFIX, TOOLS
 from codeoid.store import workspace_index as stored_index
+from codeoid.text import one_line
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from codeoid.privacy import Policy
-    from codeoid.vector_index import VectorIndex
+    from codeoid.memory.privacy import Policy
+    from codeoid.memory.vector_index import VectorIndex
 
 OPEN, CLOSE = "<codeoid_memory>", "</codeoid_memory>"
 UPDATE_OPEN, UPDATE_CLOSE = "<codeoid_memory_update>", "</codeoid_memory_update>"
@@ -56,7 +56,7 @@ def build(db: sqlite3.Connection, workspace_id: int, *, vectors: VectorIndex | N
 
 def gather(db: sqlite3.Connection, workspace_id: int, *, vectors: VectorIndex | None) -> dict[str, Any]:
     """Everything the index says, as plain JSON-able data (also what deltas compare)."""
-    from codeoid.privacy import Policy
+    from codeoid.memory.privacy import Policy
 
     policy = Policy.from_env()
     root = db.execute("SELECT root FROM workspaces WHERE id = ?", (workspace_id,)).fetchone()[0]
@@ -219,9 +219,9 @@ def _topics(db: sqlite3.Connection, workspace_id: int, vectors: VectorIndex) -> 
     unreachable: the index then simply has no topics section)."""
     import numpy as np
 
+    from codeoid.memory.topics import MIN_EPISODES, find_topics
+    from codeoid.memory.vector_index import VectorIndexUnavailable, workspace_index_id
     from codeoid.store import queries, vector_progress
-    from codeoid.topics import MIN_EPISODES, find_topics
-    from codeoid.vector_index import VectorIndexUnavailable, workspace_index_id
 
     ids = queries.workspace_ids(db, workspace_id)
     upto = vector_progress.progress(db).indexed_upto

@@ -12,12 +12,15 @@ import sqlite3
 import time
 from collections.abc import Callable
 
-from codeoid import prompt_kinds, transcript, workspace_index
+from codeoid import memory_tools
+from codeoid.capture import prompt_kinds, transcript
+from codeoid.capture.spool import SpooledEvent
+from codeoid.memory import workspace_index
 from codeoid.rotation import handoff, notice, rundir, seed
-from codeoid.spool import SpooledEvent
 from codeoid.store import capture
 from codeoid.store import workspace_index as stored_index
 from codeoid.store.capture import Owner
+from codeoid.text import clean_text, to_json
 from codeoid.workspace import identify
 
 TYPE_CHECKING = False
@@ -28,8 +31,8 @@ ENV_KEYS = ("CLAUDE_PID", "CLAUDE_PROJECT_DIR", "CODEOID_SESSION_ID", "CLAUDE_CO
             rundir.RUN_DIR_ENV)
 USER_SOURCES = (None, "user", "sdk")
 PENDING_PREFIX = "pending:"
-# `codeoid.bash_wrapper.NAME_PREFIX`, spelled here so the module loads only for wrapped commands (a test keeps
-# the two equal).
+# `codeoid.compressors.bash_wrapper.NAME_PREFIX`, spelled here so the module loads only for wrapped commands
+# (a test keeps the two equal).
 WRAPPER_NAME_PREFIX = "__codeoid_"
 # A prompt is handed to the supervisor, and context is added to a window, only while the user waits on the event,
 # never when it is replayed from the spool later.
@@ -134,7 +137,7 @@ def _show_whole(db: sqlite3.Connection, owner: Owner, event: SpooledEvent, store
 
 def _tool_prefix(event: SpooledEvent) -> str:
     """Plugin hooks run with `CLAUDE_PLUGIN_ROOT`, and the plugin route names the tools differently."""
-    return seed.PLUGIN_TOOL_PREFIX if event.env.get("CLAUDE_PLUGIN_ROOT") else seed.SETTINGS_TOOL_PREFIX
+    return memory_tools.PLUGIN_TOOL_PREFIX if event.env.get("CLAUDE_PLUGIN_ROOT") else memory_tools.SETTINGS_TOOL_PREFIX
 
 
 def _context(event_name: str, *texts: str | None) -> str | None:
@@ -191,7 +194,7 @@ def post_tool_use(db: sqlite3.Connection, event: SpooledEvent) -> str | None:
     failed = event.event == "PostToolUseFailure"
     error = payload.get("error") if failed else None
     if failed and not isinstance(error, str):
-        error = "" if error is None else capture.render.to_json(error)
+        error = "" if error is None else to_json(error)
     tool_name = _str(payload, "tool_name") or "unknown"
     tool_use_id = _str(payload, "tool_use_id")
     tool_input = _dict(payload, "tool_input")
@@ -218,7 +221,7 @@ def _unwrapped(tool_input: dict[str, Any], tool_use_id: str | None) -> tuple[str
     command = tool_input.get("command")
     if not isinstance(command, str) or WRAPPER_NAME_PREFIX not in command:
         return None
-    from codeoid import bash_wrapper
+    from codeoid.compressors import bash_wrapper
     from codeoid.store.raw import raw_output_id_for
 
     found = bash_wrapper.unwrap(command)
@@ -295,8 +298,8 @@ def _store_line(db: sqlite3.Connection, owner: Owner, event: SpooledEvent, line:
                 *, agent_id: str | None) -> None:
     """One text block: extend its message's episode, claim a pending one with that text, or start one."""
     # The transcript is read as is: a lone surrogate or a non-string uuid must not fail every later hook.
-    line.message_id, line.text = capture.render.clean_text(line.message_id), capture.render.clean_text(line.text)
-    line.uuid = capture.render.clean_text(line.uuid) if isinstance(line.uuid, str) else None
+    line.message_id, line.text = clean_text(line.message_id), clean_text(line.text)
+    line.uuid = clean_text(line.uuid) if isinstance(line.uuid, str) else None
     row = db.execute("SELECT text FROM episodes WHERE kind = 'assistant' AND message_id = ?",
                      (line.message_id,)).fetchone()
     if row is not None:

@@ -1,7 +1,7 @@
 """Finding history to page back: ranked episodes for a query, the caller's own window, the latest read of a file.
 
 `recall_ranked` is the one entry point for ranked retrieval (`recall` is its rows alone); the MCP server and
-`codeoid search` both call it: BM25 and vector candidates fused (`codeoid.ranking`), BM25 alone when the
+`codeoid search` both call it: BM25 and vector candidates fused (`codeoid.memory.ranking`), BM25 alone when the
 vector index cannot answer, and the result says which.
 """
 
@@ -15,12 +15,12 @@ import sqlite3
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from codeoid import chroma_server, ranking
+from codeoid.memory import chroma_server, ranking
 from codeoid.store import identity, queries, raw, vector_progress
 from codeoid.store.queries import Row
 
 if TYPE_CHECKING:  # chromadb and the model load only when a query reaches the vector index (~0.8 s)
-    from codeoid.vector_index import Hit, VectorIndex
+    from codeoid.memory.vector_index import Hit, VectorIndex
 
 # codeoid's own tool results and rotation seeds are copies of episodes already stored; recalling them would only
 # repeat them.
@@ -49,7 +49,7 @@ def recall(db: sqlite3.Connection, query: str, *, workspace_id: int | None, limi
 
 def recall_ranked(db: sqlite3.Connection, query: str, *, workspace_id: int | None, limit: int = 6,
                   skip_live_of: str | None = None, weights: ranking.RecallWeights | None = None) -> Recalled:
-    """BM25 and vector candidates fused with recency and path overlap (`codeoid.ranking`), best first.
+    """BM25 and vector candidates fused with recency and path overlap (`codeoid.memory.ranking`), best first.
 
     Live and archived episodes of every session are candidates, retracted ones never; `skip_live_of` names
     the caller's backing session, whose live episodes are still in its window and so are left out.
@@ -118,7 +118,7 @@ def _dense_hits(db: sqlite3.Connection, query: str, workspace_id: int | None, n:
     ids = queries.workspace_ids(db, workspace_id)
     if ids is None:
         return [], "the workspace is unknown"
-    from codeoid.vector_index import VectorIndex, VectorIndexUnavailable, workspace_index_id
+    from codeoid.memory.vector_index import VectorIndex, VectorIndexUnavailable, workspace_index_id
 
     store = identity.store_id(db)
     if _index is None or _index.store != store:

@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from codeoid.json_config import InstallError, load_object, write_atomic
 from codeoid.paths import FILE_MODE
+from codeoid.setup.json_config import InstallError, load_object, write_atomic
 
 MANIFEST_NAME = "install.json"
 MANIFEST_VERSION = 1

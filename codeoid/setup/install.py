@@ -25,13 +25,14 @@ from pathlib import Path
 from typing import Any, Literal
 
 from codeoid import paths
-from codeoid.claude_files import (
+from codeoid.rotation.command import install_command, remove_command
+from codeoid.setup.claude_files import (
     ClaudeFiles,
     find_plugin_route,
     locate_claude_files,
     project_local_settings,
 )
-from codeoid.hook_table import (
+from codeoid.setup.hook_table import (
     ALLOW_RULE,
     CODEOID_PROGRAMS,
     HOOK_EXECUTABLE,
@@ -46,9 +47,8 @@ from codeoid.hook_table import (
     is_codeoid_server,
     parse_command,
 )
-from codeoid.install_manifest import InstallRecord, KeyPath, load_records, manifest_path, save_records
-from codeoid.json_config import InstallError, back_up, load_object, write_atomic
-from codeoid.rotation.command import install_command, remove_command
+from codeoid.setup.install_manifest import InstallRecord, KeyPath, load_records, manifest_path, save_records
+from codeoid.setup.json_config import InstallError, back_up, load_object, write_atomic
 
 __all__ = ["InstallError", "Outcome", "Scope", "install", "uninstall"]
 

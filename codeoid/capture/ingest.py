@@ -11,9 +11,9 @@ import os
 import sqlite3
 
 from codeoid import paths
-from codeoid.events import HANDLERS
+from codeoid.capture.events import HANDLERS
+from codeoid.capture.spool import SpooledEvent, ensure_reserve, replay, spool_event
 from codeoid.log import log
-from codeoid.spool import SpooledEvent, ensure_reserve, replay, spool_event
 from codeoid.store import db as store_db
 
 REPLAY_PER_WRITE = 200

