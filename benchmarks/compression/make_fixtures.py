@@ -461,6 +461,8 @@ FIXTURE_LIST = [
             "semver's source with a typo in compareIdentifiers"),
     Fixture("vitest_regression", "js-regression", "npx vitest run", "tests",
             "semver's source with a typo in compareIdentifiers"),
+    Fixture("vitest_regression_stderr", "js-regression", "npx vitest run 2>&1", "tests",
+            "semver's source with a typo in compareIdentifiers, with vitest's report (stderr)"),
     Fixture("mocha_regression", "js-regression", "npx mocha mocha", "tests",
             "semver's source with a typo in compareIdentifiers"),
     Fixture("go_test_regression", "go-regression", "go test ./...", "tests",
