@@ -13,10 +13,10 @@ section until it ends, names its cause, and decides every line of it:
   engine's diagnostics flag, and, within the rule's budget, the frames at both ends of the project's part of the
   stack (the test's own and the one that raised) with their code pointers and caret lines, and the head of its
   captured output; its other lines go with the engine's usual gap markers (count and raw line range);
-- every later failure of the cause keeps its first lines, its reasons (`reason_lines` of them) and every line the
-  rule keeps, plus diagnostics that its first failure did not already show; the rest is cut without a marker
-  per failure, and one note after each run of them names the first failure, the count, the lines cut and the raw
-  line range, so that `get_episode(id, lines=...)` pages exactly there.
+- every later failure of the cause keeps its first lines, its message line, its reasons (`reason_lines` of them)
+  and every line the rule keeps, plus diagnostics that its first failure did not already show; the rest is cut
+  without a marker per failure, and one note after each run of them names the first failure, the count, the
+  lines cut and the raw line range, so that `get_episode(id, lines=...)` pages exactly there.
 
 The module decides; the pipeline (`pipeline.py`) holds the lines, applies the verdicts and writes. Lines are
 opaque items with `line` (the raw bytes), `lineno` and `repeats` (identical consecutive raw lines folded into
@@ -198,7 +198,7 @@ class FailureGroups:
                 kept = {text for text, verdict in zip(texts, verdicts, strict=True) if verdict == KEEP}
                 self._causes[key] = _Cause(self._name, where, set(list(kept)[:MAX_LEAD_LINES]))
         else:
-            verdicts = self._later_of_cause(texts, cause)
+            verdicts = self._later_of_cause(texts, cause, message_at)
             run = self._run
             if run is None or run.cause is not cause:
                 self._end_run(lines[0][0])
@@ -273,11 +273,14 @@ class FailureGroups:
         self._fill_small_gaps(verdicts)
         return verdicts
 
-    def _later_of_cause(self, texts: list[str], cause: _Cause) -> list[int]:
+    def _later_of_cause(self, texts: list[str], cause: _Cause, message_at: int | None) -> list[int]:
         verdicts = [CUT] * len(texts)
         reasons = 0
         for index, text in enumerate(texts):
-            if self._must_keep(index, text):
+            if index == message_at:
+                verdicts[index] = KEEP
+                reasons += self._reason is not None and self._reason.search(text) is not None
+            elif self._must_keep(index, text):
                 verdicts[index] = KEEP
             elif self._reason is not None and self._reason.search(text) and reasons < self.spec.reason_lines:
                 reasons += 1
