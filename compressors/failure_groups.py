@@ -6,9 +6,8 @@ When one regression fails fifty tests, the fifty tracebacks say one thing fifty 
 section until it ends, names its cause, and decides every line of it:
 
 - the cause (`cause_of`): the failure's message with numbers, hex, quoted values and paths made generic, and the
-  innermost frame in the project's own code (a library's frames do not count; when the only project frame is the
-  test's own, its file without the line, so that the same assertion failing in many tests of one file is one
-  cause);
+  innermost frame in the project's own code (a library's frames do not count; when it is in the test's own
+  file, the file without the line, so that the same assertion failing in many tests of one file is one cause);
 - the first failure of a cause keeps its first lines (the test id), its reasons, every line the rule keeps or the
   engine's diagnostics flag, and, within the rule's budget, the frames at both ends of the project's part of the
   stack (the test's own and the one that raised) with their code pointers and caret lines, and the head of its
