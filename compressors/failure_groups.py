@@ -284,7 +284,7 @@ class FailureGroups:
             elif self._reason is not None and self._reason.search(text) and reasons < self.spec.reason_lines:
                 reasons += 1
                 verdicts[index] = KEEP
-            elif self._diagnostic(text) and text not in cause.texts:
+            elif text not in cause.texts and self._diagnostic(text):
                 verdicts[index] = KEEP
             elif self._drop(text):
                 verdicts[index] = DROP
