@@ -5,9 +5,10 @@ jest's `● test`, cargo's `---- test stdout ----`...), and most of a run's byte
 When one regression fails fifty tests, the fifty tracebacks say one thing fifty times. `FailureGroups` holds each
 section until it ends, names its cause, and decides every line of it:
 
-- the cause (`cause_of`): the failure's message with numbers, hex, quoted values and paths made generic, and the
-  innermost frame in the project's own code (a library's frames do not count; when it is in the test's own
-  file, the file without the line, so that the same assertion failing in many tests of one file is one cause);
+- the cause (`cause_of`): the failure's message with the words it shares with a parametrised test's parameters,
+  numbers, hex, quoted values and paths made generic, and the innermost frame in the project's
+  own code (a library's frames do not count; when it is in the test's own file, the file without the line, so
+  that the same assertion failing in many tests of one file is one cause);
 - the first failure of a cause keeps its first lines (the test id), its reasons, every line the rule keeps or the
   engine's diagnostics flag, and, within the rule's budget, the frames at both ends of the project's part of the
   stack (the test's own and the one that raised) with their code pointers and caret lines, and the head of its
@@ -58,8 +59,19 @@ _VARYING = re.compile(r"""
 _CARETS = re.compile(r"^[\s|~^]*\^[\s|~^]*$")
 
 
-def cause_of(message: str) -> str:
-    """`message` with what differs between failures of one cause made generic: quoted values, paths, hex, numbers."""
+def cause_of(message: str, test: str = "") -> str:
+    """`message` with what differs between failures of one cause made generic: the words it shares with the
+    parameters in the test's id (`Unknown format: 10h36m` in `test_parse[10h36m-...]`), quoted values, paths,
+    hex and numbers."""
+    parameters = test[test.find("[") + 1:test.rfind("]")] if "[" in test and test.rstrip().endswith("]") else ""
+    if parameters:
+        words: list[str] = []
+        for word in message.split():
+            if word not in parameters:
+                words.append(word)
+            elif not words or words[-1] != "<param>":
+                words.append("<param>")
+        message = " ".join(words)
     return _VARYING.sub(lambda found: f"<{found.lastgroup}>", message.strip())
 
 
@@ -184,7 +196,7 @@ class FailureGroups:
         if innermost is not None and outermost is not None:
             # Raised in the test's own file: the line differs from test to test, the cause need not.
             where = innermost[1] if innermost[1] == outermost[1] else f"{innermost[1]}:{innermost[2]}"
-        key = (cause_of(message), where)
+        key = (cause_of(message, self._name), where)
         cause = self._causes.get(key)
         spent = None
         if cause is None:

@@ -317,6 +317,19 @@ def build_mi_handful(work: Path) -> None:
     edit(repo, recipes, "return next(filter(pred, iterable), default)", "return next(filter(pred, iterable))")
 
 
+def build_dateutil_handful(work: Path) -> None:
+    """python-dateutil 2.9.0.post0 with two regressions in its parser (fractional seconds split on the wrong
+    character, 12 PM taken for midnight): eleven tests of tests/test_parser.py fail through deep stacks whose
+    pytest frames show whole functions. Its tests need `six`, installed beside it."""
+    repo = work / "dateutil-handful"
+    shutil.rmtree(repo, ignore_errors=True)
+    shutil.copytree(sdist(work, "python-dateutil", "2.9.0.post0"), repo)
+    run([str(BIN / "pip"), "install", "-q", "--target", str(repo / "deps"), "six"], repo, env={"PIP_CONSTRAINT": ""})
+    parser = "src/dateutil/parser/_parser.py"
+    edit(repo, parser, '            i, f = value.split(".")', '            i, f = value.split(",")')
+    edit(repo, parser, "        if hour < 12 and ampm == 1:", "        if hour <= 12 and ampm == 1:")
+
+
 _JS_REGRESSION_CASES = """
 const compare = [];
 for (let major = 0; major < 2; major++) {
@@ -393,7 +406,7 @@ PROJECTS: dict[str, Callable[[Path], None]] = {
     "toolz": build_toolz, "more-itertools": build_more_itertools, "click": build_click, "gostd": build_gostd,
     "semver-crate": build_semver_crate, "js-semver": build_js, "mi-regression": build_mi_regression,
     "mi-handful": build_mi_handful, "js-regression": build_js_regression, "go-regression": build_go_regression,
-    "cargo-regression": build_cargo_regression,
+    "cargo-regression": build_cargo_regression, "dateutil-handful": build_dateutil_handful,
 }
 
 PYTEST_CLICK = "PYTHONPATH=src python -m pytest -p no:cacheprovider -o filterwarnings="
@@ -455,6 +468,8 @@ FIXTURE_LIST = [
             "more-itertools, five regressions in recipes.py, one test file"),
     Fixture("pytest_handful_verbose", "mi-handful", "python -m pytest -v -p no:cacheprovider tests/test_recipes.py",
             "tests", "more-itertools, five regressions in recipes.py, one test file"),
+    Fixture("pytest_handful_deep", "dateutil-handful", "PYTHONPATH=src:deps python -m pytest -p no:cacheprovider "
+            "-o filterwarnings= tests/test_parser.py", "tests", "python-dateutil, two parser regressions, one file"),
     Fixture("unittest_handful", "mi-handful", "python -m unittest -v tests.test_recipes 2>&1", "tests",
             "more-itertools, five regressions in recipes.py, one test file"),
     Fixture("jest_regression", "js-regression", "npx jest --roots jest 2>&1", "tests",

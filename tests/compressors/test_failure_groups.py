@@ -74,6 +74,10 @@ def test_the_cause_makes_numbers_hex_quoted_values_and_paths_generic() -> None:
         "ValueError: bad value <quoted> at <hex>, line <number> of <path>"
     assert cause_of("TypeError: f() takes 2 positional arguments") != cause_of("KeyError: 2")
     assert cause_of("test_0_1 failed") == "test_0_1 failed"
+    # A parametrised test's values vary from test to test: words of the message found in the test's id.
+    assert cause_of("ParserError: Unknown string format: Jan 1 1999 11:23", "test_parser[Jan 1 1999 11:23-d48]") == \
+        cause_of("ParserError: Unknown string format: 5.6s", "test_rounding[5.6s-dt2]") == \
+        "ParserError: Unknown string format: <param>"
 
 
 def test_forty_failures_of_one_cause_keep_one_traceback_every_id_and_error_line_and_one_note() -> None:
