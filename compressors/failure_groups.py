@@ -10,13 +10,19 @@ section until it ends, names its cause, and decides every line of it:
   own code (a library's frames do not count; when it is in the test's own file, the file without the line, so
   that the same assertion failing in many tests of one file is one cause);
 - the first failure of a cause keeps its first lines (the test id), its reasons, every line the rule keeps or the
-  engine's diagnostics flag, and, within the rule's budget, the frames at both ends of the project's part of the
+  engine's diagnostics flag, and, within the traceback budget, the frames at both ends of the project's part of the
   stack (the test's own and the one that raised) with their code pointers and caret lines, and the head of its
   captured output; its other lines go with the engine's usual gap markers (count and raw line range);
 - every later failure of the cause keeps its first lines, its message line, its reasons (`reason_lines` of them)
   and every line the rule keeps, plus diagnostics that its first failure did not already show; the rest is cut
   without a marker per failure, and one note after each run of them names the first failure, the count, the
   lines cut and the raw line range, so that `get_episode(id, lines=...)` pages exactly there.
+
+Budgets: `failures.budget` counts the traceback lines kept over all first failures (never more than the rule's
+own budget lines, where one is set). The failures operation spends first: every line it keeps counts against the
+rule's budget (`[rule.budget]`, or the global one) before anything else, and that budget cuts only the lines
+outside failure reports (passing tests, progress, headers), tier by tier. Every marker, the engine's and these
+notes, reads `N lines cut (what), raw lines A-B`.
 
 The module decides; the pipeline (`pipeline.py`) holds the lines, applies the verdicts and writes. Lines are
 opaque items with `line` (the raw bytes), `lineno` and `repeats` (identical consecutive raw lines folded into
@@ -224,8 +230,8 @@ class FailureGroups:
             self._apply(line, KEEP if line is closing else verdict, text)
         if spent:
             cut = sum(1 + line.repeats for line in spent)
-            self._note(f"{cut:,} more line{'s' if cut > 1 else ''} of this report cut, the traceback budget spent "
-                       f"({_span(spent[0].lineno, spent[-1].lineno + spent[-1].repeats)})", None)
+            self._note(f"{cut} line{'s' if cut > 1 else ''} cut (traceback budget spent), "
+                       f"{_span(spent[0].lineno, spent[-1].lineno + spent[-1].repeats)}", None)
 
     def _must_keep(self, index: int, text: str) -> bool:
         return index < self.spec.head or self._keep(text)
@@ -370,8 +376,10 @@ class FailureGroups:
             return
         where = f" ({run.cause.where})" if run.cause.where else ""
         failures = f"{run.failures} more failure{'s' if run.failures > 1 else ''}"
-        self._note(f"{failures} with the cause of {run.cause.first}{where}: {run.cut:,} lines of their reports "
-                   f"cut ({_span(run.first_line, run.last_line)})", before)
+        # The engine's gap marker form: the count, what was cut, then the raw lines (their kept ids and reasons
+        # lie among them) where get_episode pages.
+        self._note(f"{run.cut} line{'s' if run.cut > 1 else ''} cut (the rest of {failures} with the cause of "
+                   f"{run.cause.first}{where}), {_span(run.first_line, run.last_line)}", before)
 
 
 def _span(first: int, last: int) -> str:

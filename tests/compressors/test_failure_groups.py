@@ -19,8 +19,9 @@ FIXTURES = Path(__file__).parents[1] / "fixtures" / "compress"
 COMMANDS = {entry["name"]: entry["command"]
             for entry in json.loads((FIXTURES / "manifest.json").read_text())["fixtures"]}
 RULES = load_rules(user_dir="/nonexistent/codeoid-user-rules")
-NOTE = re.compile(r"(\d+) more failures? with the cause of (.+?)(?: \((\S+)\))?: ([\d,]+) lines of their reports cut "
-                  r"\(raw lines? (\d+)(?:-(\d+))?\)")
+# The engine's gap marker form: count, what was cut, raw lines.
+NOTE = re.compile(r"(\d+) lines? cut \(the rest of (\d+) more failures? with the cause of (.+?)(?: \((\S+)\))?\), "
+                  r"raw lines? (\d+)(?:-(\d+))?$")
 
 PYTEST_LIKE = """
 [[rule]]
@@ -91,13 +92,13 @@ def test_forty_failures_of_one_cause_keep_one_traceback_every_id_and_error_line_
         assert f" test_case_{n} " in text and f"E       ValueError: bad value '{n:x}' at 0x{n:08x}" in text
     notes = [found for line in output_lines(out)[1] if (found := NOTE.search(line))]
     assert len(notes) == 1
-    count, first, where, cut, start, end = notes[0].groups()
+    cut, count, first, where, start, end = notes[0].groups()
     assert (int(count), first, where) == (39, "test_case_1", "pkg/core.py:12")
     # The note's raw range runs from the second failure's first cut line to the last failure's last one.
     raw_lines = lines_of(raw)
     assert raw_lines[int(start) - 1] == b"    def test_case_2():"
     assert raw_lines[int(end) - 1] == b"pkg/core.py:12: ValueError"
-    assert int(cut.replace(",", "")) == result.removed["similar-failure lines"]
+    assert int(cut) == result.removed["similar-failure lines"]
     assert len(out) < len(raw) / 2
 
 
@@ -113,7 +114,7 @@ def test_a_failure_of_another_cause_gets_its_own_traceback_and_ends_the_run() ->
     notes = [index for index, line in enumerate(lines) if NOTE.search(line)]
     other = lines.index(f"{'_' * 20} test_other {'_' * 20}")
     # test_a2-3 end their run before test_other; test_a4-5 make a new one after it.
-    assert [int(NOTE.search(lines[index]).group(1)) for index in notes] == [2, 2]
+    assert [int(NOTE.search(lines[index]).group(2)) for index in notes] == [2, 2]
     assert notes[0] < other < notes[1]
 
 
@@ -123,8 +124,40 @@ def test_past_the_budget_a_new_cause_keeps_its_id_and_reasons_and_says_what_was_
     out, _ = compress_bytes(make_rule(PYTEST_LIKE % {"budget": 10}), raw)
     assert violations("tests", raw, out) == []
     added = output_lines(out)[1]
-    assert any("of this report cut, the traceback budget spent (raw lines" in line for line in added)
+    spent = re.compile(r"\[codeoid\] \d+ lines cut \(traceback budget spent\), raw lines \d+-\d+")
+    assert any(spent.fullmatch(line) for line in added)
     assert out.decode().count(">       raise") < 8
+
+
+def test_the_failures_spend_first_and_the_rule_budget_cuts_only_the_rest() -> None:
+    """The two budgets compose: what the failures operation keeps (every id and error line, one traceback) is
+    never cut by the rule's budget, its traceback lines are at most the budget's lines, and the budget spends what
+    is left on the lines outside failure reports, naming its cut with the raw lines."""
+    passing = [f"tests/test_ok.py::test_ok_{n} PASSED" for n in range(200)]
+    raw = pytest_run(*(failure(f"test_case_{n}", n) for n in range(1, 41)))
+    head, _, rest = raw.partition(b"collected 90 items\n")
+    raw = head + b"collected 90 items\n" + "\n".join(passing).encode() + b"\n" + rest
+    rule = make_rule(PYTEST_LIKE % {"budget": 60})
+    out, result = compress_bytes(rule, raw, Thresholds(budget_lines=30, budget_bytes=0))
+    assert violations("tests", raw, out) == []
+    text = out.decode()
+    for n in range(1, 41):
+        assert f" test_case_{n} " in text and f"E       ValueError: bad value '{n:x}' at 0x{n:08x}" in text
+    assert text.count(">       raise ValueError") == 1
+    assert sum(1 for line in text.splitlines() if NOTE.search(line)) == 1
+    assert "tests/test_ok.py::test_ok_199 PASSED" not in text and result.removed["budget"] >= 190
+    raw_lines = lines_of(raw)
+    first_passing = raw_lines.index(passing[0].encode()) + 1
+    spans = [tuple(map(int, found.groups())) for line in output_lines(out)[1]
+             if (found := re.fullmatch(r"\[codeoid\] \d+ lines cut, raw lines (\d+)-(\d+)", line))]
+    assert any(first <= first_passing and first_passing + 199 <= last for first, last in spans)
+    # The traceback lines come out of the rule's budget: never more than its lines (5 here, 60 by the rule).
+    small, _ = compress_bytes(rule, raw, Thresholds(budget_lines=5, budget_bytes=0))
+    first = output_lines(small)[0]
+    report = first[first.index(b"____________________ test_case_1 ____________________"):]
+    report = report[:next(i for i, line in enumerate(report) if line.startswith(b"____") and i)]
+    contract = [line for line in report if line.startswith((b"____", b"E ")) or line.endswith(b": ValueError")]
+    assert 0 < len(report) - len(contract) <= 5
 
 
 def test_a_block_with_no_reason_is_no_failure_and_goes_through_the_other_operations() -> None:
@@ -181,15 +214,22 @@ program = "mocha"
     assert violations("tests", raw, out) == []
     assert output_lines(out)[0][-1] == b"      at process.processImmediate (node:internal/timers:483:21)"
     note = next(found for line in output_lines(out)[1] if (found := NOTE.search(line)))
-    assert int(note.group(4)) == result.removed["similar-failure lines"]
+    assert int(note.group(1)) == result.removed["similar-failure lines"]
 
 
-def test_a_report_too_long_to_hold_is_decided_as_far_as_it_came_and_the_rest_streams() -> None:
+def test_a_report_too_long_to_hold_is_decided_as_far_as_it_came_and_the_rest_goes_to_the_budget() -> None:
     huge = failure("test_huge", 1) + [f"captured line {n}" for n in range(5000)]
     raw = pytest_run(huge, *(failure(f"test_case_{n}", n) for n in range(2, 12)))
-    out, _ = compress_bytes(make_rule(PYTEST_LIKE % {"budget": 60}), raw, Thresholds(hold_bytes=0))
+    out, result = compress_bytes(make_rule(PYTEST_LIKE % {"budget": 60}), raw, Thresholds(hold_bytes=0))
     assert violations("tests", raw, out) == []
-    assert b"captured line 4999\n" in out and out.count(b">       raise ValueError") == 1
+    assert out.count(b">       raise ValueError") == 1
+    # Past MAX_SECTION_LINES the rest of the report is no failure's: the rule's budget cuts it like any other
+    # line, and its marker names the raw lines up to the report's last one.
+    raw_lines = lines_of(raw)
+    last = raw_lines.index(b"captured line 4999") + 1
+    cut = [line for line in output_lines(out)[1] if line.endswith(f"-{last}")]
+    assert cut and re.fullmatch(r"\[codeoid\] \d+ lines cut, raw lines \d+-\d+", cut[0])
+    assert result.removed["budget"] > 0
 
 
 def test_collection_errors_of_one_cause_are_grouped_and_every_one_is_named() -> None:
