@@ -486,15 +486,16 @@ class Pipeline:
                 f"{'s' if item.omitted > 1 else ''} not shown"), absorbs=item)
         self._item = None
 
-    def _note(self, text: Callable[[], str | None], *, absorbs: _ItemState | None = None,
+    def _note(self, text: str | Callable[[], str | None], *, absorbs: _ItemState | bool | None = None,
               budgeted: bool = False) -> None:
-        """Queue a marker line in raw order, its text made when written; `absorbs`: the item whose left-out lines
-        it describes, so a gap made of exactly those lines is named by the note rather than a marker of its own.
-        `budgeted`: the note stands for its item's lines (a digest), so the budget may cut it like a line."""
+        """Queue a marker line in raw order. `text` may be made when written (a callable; None: say nothing),
+        as counts may change until then. `absorbs`: the item (True: the current one) whose left-out lines the
+        note describes, so a gap made of exactly those lines is named by the note rather than a marker of its
+        own. `budgeted`: the note stands for its item's lines (a digest), so the budget may cut it like a line."""
         entry = _Entry(b"", self.lineno)
         entry.state = NOTE
-        entry.note = text
-        entry.item = absorbs
+        entry.note = text if callable(text) else (lambda: text)
+        entry.item = self._item if absorbs is True else absorbs or None
         entry.reason = "budgeted" if budgeted else ""
         entry.blank = True  # never the closing line
         self._append(entry)

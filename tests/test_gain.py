@@ -84,7 +84,7 @@ def test_gain_adds_up_real_compressed_runs_per_rule_per_session_and_in_total(
     failing_test_suite(repo)
     runs = {
         "git-diff": ["git", "diff"],
-        "ls": ["ls", "-lR", "assets"],
+        "ls-recursive": ["ls", "-lR", "assets"],
         "find": ["find", "assets", "-type", "f"],
         "pytest": [sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", "test_suite.py"],
     }
@@ -96,7 +96,7 @@ def test_gain_adds_up_real_compressed_runs_per_rule_per_session_and_in_total(
         shown[rule] = len(done.stdout)
     raw_size = {rule: len(plain(executable("codeoid"), "show", f"raw-toolu_{rule}", "--raw", cwd=repo))
                 for rule in runs}
-    for rule in ("git-diff", "ls", "find"):  # deterministic: the command alone prints the same bytes
+    for rule in ("git-diff", "ls-recursive", "find"):  # deterministic: the command alone prints the same bytes
         assert raw_size[rule] == len(plain(*runs[rule], cwd=repo))
 
     accounts = gain(cwd=repo)
