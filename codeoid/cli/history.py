@@ -98,6 +98,9 @@ def _show_raw_output(db: sqlite3.Connection, raw_id: str, *, as_raw: bool, as_js
     found = raw.get_raw_output(db, raw_id)
     if found is None:
         raise click.ClickException(f"No raw output {raw_id}.")
+    if found.expired_at is not None and as_raw:
+        raise click.ClickException(f"{raw_id}: raw expired ({found.stdout_size:,} bytes dropped by `codeoid gc` to "
+                                   "keep the data dir under its budget); `codeoid show` prints what remains.")
     if as_raw:
         for chunk in raw.iter_raw_stdout(db, raw_id):
             sys.stdout.buffer.write(chunk)
@@ -152,11 +155,14 @@ def gain(session_id: str | None, as_json: bool, all_workspaces: bool) -> None:
     with open_store() as db:
         workspace_id = None if session_id else workspace_scope(db, all_workspaces)
         accounts = ledger.gain(db, workspace_id=workspace_id, session_id=session_id)
+        hint = ledger.missed_hint(*ledger.missed(db, workspace_id=workspace_id, session_id=session_id))
     if as_json:
         print_json(accounts)
         return
     if not accounts["total"]["runs"]:
         click.echo("No compressed output is recorded here yet.")
+        if hint:
+            click.echo(hint)
         return
     click.echo("Sizes in bytes; ~tok is estimated tokens (4 bytes a token). saved = raw - shown; "
                "net = saved - charged (what the model read back).")
@@ -165,6 +171,9 @@ def gain(session_id: str | None, as_json: bool, all_workspaces: bool) -> None:
         click.echo("")
         for line in _gain_table(title, rows):
             click.echo(line)
+    if hint:
+        click.echo("")
+        click.echo(hint)
 
 
 _GAIN_COLUMNS = (("runs", "runs"), ("raw", "raw_bytes"), ("shown", "shown_bytes"), ("saved", "saved_bytes"),
