@@ -45,6 +45,13 @@ MAX_TABLE = 30
 # Index lines (one per item) held before the rest are only counted.
 MAX_INDEX = 4096
 _FIELD = re.compile(r"\{(\w+)\}")
+
+
+def _say_nothing() -> None:
+    """The text of a note that has nothing to say (a digest the budget cut)."""
+    return None
+
+
 _TEMPLATE = re.compile(r"\[\[(.*?)\]\]|\{(\w+)\}", re.S)
 
 KEEP, OMIT, PENDING, DROP, NOTE = range(5)
@@ -71,7 +78,8 @@ class _Entry:
         self.blank = not line.strip()
         self.counted = False  # counts toward its item's summary (a search hit rather than a context line)
         self.must = False  # kept by the rule's `keep`, the diagnostics or as the closing line: the budget never cuts
-        # A NOTE's text, made when it is written (counts may change until then); None: nothing to say after all.
+        # A NOTE's text, made when it is written (counts may change until then; None: nothing to say after all).
+        # Without it, a NOTE's line is its text.
         self.note: Callable[[], str | None] | None = None
 
 
@@ -572,7 +580,7 @@ class Pipeline:
                 bytes_left -= bytes_cost
                 for entry in entries[share:]:
                     if entry.state == NOTE:
-                        entry.note = None  # its item's lines are left out already; they join the gaps beside
+                        entry.note = _say_nothing  # its item's lines are left out already; they join the gaps
                         continue
                     self._omit(entry, label)
                     cut.add(id(entry))
@@ -640,7 +648,8 @@ class Pipeline:
             self._add_gap(entry.lineno, entry.lineno + entry.repeats, {entry.reason: count})
             return
         if state == NOTE:
-            text = entry.note() if entry.note is not None else None
+            # A note made by text alone (an _Entry whose line is the note) is written as it is.
+            text = entry.note() if entry.note is not None else entry.line.decode("utf-8", "surrogateescape")
             if text is None:
                 return
             item = entry.item
