@@ -16,7 +16,7 @@ section until it ends, names its cause, and decides every line of it:
 - every later failure of the cause keeps its first lines, its message line, its reasons (`reason_lines` of them)
   and every line the rule keeps, plus diagnostics that its first failure did not already show; the rest is cut
   without a marker per failure, and one note after each run of them names the first failure, the count, the
-  lines cut and the raw line range, so that `get_episode(id, lines=...)` pages exactly there.
+  lines cut and the raw line range, so that `get_episode(id, start_line, end_line)` pages exactly there.
 
 Budgets: `failures.budget` counts the traceback lines kept over all first failures (never more than the rule's
 own budget lines, where one is set). The failures operation spends first: every line it keeps counts against the

@@ -46,6 +46,13 @@ MAX_TABLE = 30
 # Index lines (one per item) held before the rest are only counted.
 MAX_INDEX = 4096
 _FIELD = re.compile(r"\{(\w+)\}")
+
+
+def _say_nothing() -> None:
+    """The text of a note that has nothing to say (a digest the budget cut)."""
+    return None
+
+
 _TEMPLATE = re.compile(r"\[\[(.*?)\]\]|\{(\w+)\}", re.S)
 
 # HELD: in a failure report not yet decided (see failure_groups); CUT: removed, a note counts it and its lines.
@@ -73,7 +80,8 @@ class _Entry:
         self.blank = not line.strip()
         self.counted = False  # counts toward its item's summary (a search hit rather than a context line)
         self.must = False  # kept by the rule's `keep`, the diagnostics or as the closing line: the budget never cuts
-        # A NOTE's text, made when it is written (counts may change until then); None: nothing to say after all.
+        # A NOTE's text, made when it is written (counts may change until then; None: nothing to say after all).
+        # Without it, a NOTE's line is its text.
         self.note: Callable[[], str | None] | None = None
 
 
@@ -382,17 +390,16 @@ class Pipeline:
         """A marker line from failure_groups, queued before the held line `before` (the next report's first
         line) or, when None, after everything so far."""
         if before is None:
-            self._note(lambda: text)
+            self._note(text)
             return
-        note = _Entry(b"", before.lineno)
+        note = _Entry(text.encode("utf-8", "surrogateescape"), before.lineno)  # a NOTE's line is its text
         note.state = NOTE
-        note.note = lambda: text
         note.blank = True
         for index in range(len(self._buffer) - 1, -1, -1):
             if self._buffer[index] is before:
                 self._buffer.insert(index, note)
                 return
-        self._note(lambda: text)
+        self._note(text)
 
     def _is_diagnostic(self, text: str) -> bool:
         return (self._diagnostics is not None and self._diagnostic_hints.search(text.lower()) is not None
@@ -540,15 +547,16 @@ class Pipeline:
                 f"{'s' if item.omitted > 1 else ''} not shown"), absorbs=item)
         self._item = None
 
-    def _note(self, text: Callable[[], str | None], *, absorbs: _ItemState | None = None,
+    def _note(self, text: str | Callable[[], str | None], *, absorbs: _ItemState | bool | None = None,
               budgeted: bool = False) -> None:
-        """Queue a marker line in raw order, its text made when written; `absorbs`: the item whose left-out lines
-        it describes, so a gap made of exactly those lines is named by the note rather than a marker of its own.
-        `budgeted`: the note stands for its item's lines (a digest), so the budget may cut it like a line."""
+        """Queue a marker line in raw order. `text` may be made when written (a callable; None: say nothing),
+        as counts may change until then. `absorbs`: the item (True: the current one) whose left-out lines the
+        note describes, so a gap made of exactly those lines is named by the note rather than a marker of its
+        own. `budgeted`: the note stands for its item's lines (a digest), so the budget may cut it like a line."""
         entry = _Entry(b"", self.lineno)
         entry.state = NOTE
-        entry.note = text
-        entry.item = absorbs
+        entry.note = text if callable(text) else (lambda: text)
+        entry.item = self._item if absorbs is True else absorbs or None
         entry.reason = "budgeted" if budgeted else ""
         entry.blank = True  # never the closing line
         self._append(entry)
@@ -626,7 +634,7 @@ class Pipeline:
                 bytes_left -= bytes_cost
                 for entry in entries[share:]:
                     if entry.state == NOTE:
-                        entry.note = None  # its item's lines are left out already; they join the gaps beside
+                        entry.note = _say_nothing  # its item's lines are left out already; they join the gaps
                         continue
                     self._omit(entry, label)
                     cut.add(id(entry))
@@ -694,7 +702,8 @@ class Pipeline:
             self._add_gap(entry.lineno, entry.lineno + entry.repeats, {entry.reason: count})
             return
         if state == NOTE:
-            text = entry.note() if entry.note is not None else None
+            # A note made by text alone (an _Entry whose line is the note) is written as it is.
+            text = entry.note() if entry.note is not None else entry.line.decode("utf-8", "surrogateescape")
             if text is None:
                 return
             item = entry.item
