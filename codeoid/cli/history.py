@@ -122,12 +122,12 @@ def _show_raw_output(db: sqlite3.Connection, raw_id: str, *, as_raw: bool, as_js
 @scope_option
 def search(query: str, limit: int, as_json: bool, all_workspaces: bool) -> None:
     """Find episodes by words and meaning (BM25 and the vector index fused, as the MCP server's recall)."""
-    from codeoid.memory import retrieval  # the vector stack loads only for a search
+    from codeoid.service import client  # ranked by the memory service, whose model is warm; started if need be
 
     if not query.strip():
         raise click.ClickException("The query is empty.")
     with open_store() as db:
-        found = retrieval.recall_ranked(db, query, workspace_id=workspace_scope(db, all_workspaces), limit=limit)
+        found = client.recall_ranked(db, query, workspace_id=workspace_scope(db, all_workspaces), limit=limit)
     if found.fallback:
         click.echo(f"BM25 only: {found.fallback}.", err=True)
     if as_json:
