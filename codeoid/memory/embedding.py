@@ -222,6 +222,9 @@ class MiniLMEmbedder:
         options.execution_mode = onnxruntime.ExecutionMode.ORT_SEQUENTIAL
         options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
         options.log_severity_level = 3
+        # Without the arena, memory a long batch took is given back: with it the process kept ~570 MB after
+        # 16 texts of 256 tokens, against ~240 MB (the embedder lives in the long-running memory service).
+        options.enable_cpu_mem_arena = False
         return onnxruntime.InferenceSession(path, sess_options=options, providers=["CPUExecutionProvider"])
 
     @classmethod

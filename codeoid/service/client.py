@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import threading
 from typing import Any
 
 import httpx
@@ -65,6 +66,22 @@ def recall_ranked(db: sqlite3.Connection, query: str, *, workspace_id: int | Non
     return retrieval.Recalled(rows=answer["rows"], signals=answer["signals"], fallback=answer["fallback"])
 
 
+_clients: dict[str, httpx.Client] = {}
+_clients_lock = threading.Lock()
+
+
+def _client(socket_path: str) -> httpx.Client:
+    """One pooled client per socket for the life of the process (a new one per call would cost a TLS context
+    and a connection each time). No TLS and no proxy: the socket is local, and a proxy named in the environment
+    must never see a call meant for it."""
+    with _clients_lock:
+        found = _clients.get(socket_path)
+        if found is None:
+            transport = httpx.HTTPTransport(uds=socket_path, verify=False)
+            found = _clients[socket_path] = httpx.Client(transport=transport, trust_env=False)
+        return found
+
+
 def _post(path: str, payload: dict[str, Any], *, timeout: float = REQUEST_TIMEOUT_SECONDS) -> dict[str, Any]:
     failure: Exception | None = None
     for _ in range(2):
@@ -72,11 +89,8 @@ def _post(path: str, payload: dict[str, Any], *, timeout: float = REQUEST_TIMEOU
             info = lifecycle.ensure_service()
         except lifecycle.ServiceError as error:
             raise ServiceUnavailable(str(error)) from error
-        # trust_env off: a proxy named in the environment must never see a call meant for a local socket.
-        transport = httpx.HTTPTransport(uds=info.socket)
         try:
-            with httpx.Client(transport=transport, timeout=timeout, trust_env=False) as http:
-                response = http.post(BASE_URL + path, json=payload)
+            response = _client(info.socket).post(BASE_URL + path, json=payload, timeout=timeout)
         except httpx.TransportError as error:  # gone between the check and the call, or killed mid-call
             failure = error
             continue
