@@ -139,7 +139,8 @@ def main() -> None:
          f"{found['total_rss_mb']:.0f} MB"),
         ("`codeoid search` warm, wall time of the command", f"median {statistics.median(searches):.0f} ms, "
          f"p95 {p95:.0f} ms (`python -c pass`: {statistics.median(found['floor_ms']):.0f} ms)"),
-        ("`codeoid search` warm, CPU time of the command", f"median {statistics.median(found['search_cpu_ms']):.0f} ms"),
+        ("`codeoid search` warm, CPU time of the command",
+         f"median {statistics.median(found['search_cpu_ms']):.0f} ms"),
         ("first `tools/list` after spawn (median of 5)", f"{statistics.median(lists):.2f} s"),
     ]
     for what, number in rows:
