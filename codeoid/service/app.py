@@ -123,10 +123,9 @@ class Service:
         while not self.stop.wait(interval):
             if time.monotonic() - self.last_request <= self.idle_seconds:
                 continue
-            held = lifecycle.lock()
-            held.__enter__()
+            held = lifecycle.acquire_lock()
             if time.monotonic() - self.last_request <= self.idle_seconds:
-                held.__exit__(None, None, None)
+                os.close(held)
                 continue
             log("service", f"no request for {self.idle_seconds:g} s: stopping")
             lifecycle.remove_state_of(os.getpid())

@@ -104,14 +104,25 @@ def stop_service(timeout: float = 15.0) -> bool:
 
 
 @contextmanager
-def lock() -> Iterator[int]:
-    """The start/stop lock; the idle service holds it from its decision to stop until it has exited."""
+def lock() -> Iterator[None]:
+    """The start/stop lock, held while a starter decides and starts."""
+    fd = acquire_lock()
+    try:
+        yield
+    finally:
+        os.close(fd)
+
+
+def acquire_lock() -> int:
+    """The start/stop lock as an open descriptor; closing it (or exiting) releases it. The idle service holds it
+    from its decision to stop until it has exited, so no one starts a second service on the same store meanwhile."""
     fd = paths.open_private(os.path.join(state_dir(), "lock"), os.O_CREAT | os.O_RDWR)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
-        yield fd
-    finally:
+    except BaseException:
         os.close(fd)
+        raise
+    return fd
 
 
 def read_state() -> ServiceInfo | None:
