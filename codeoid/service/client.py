@@ -10,12 +10,13 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from codeoid.memory import ranking, retrieval
 from codeoid.service import lifecycle
+
+if TYPE_CHECKING:  # httpx loads with the first call, so a thin server answers `tools/list` without it
+    import httpx
 
 REQUEST_TIMEOUT_SECONDS = 120.0  # a first recall may wait for the model and the Chroma server to load
 BASE_URL = "http://codeoid-service"  # the host is never resolved: the transport connects to the socket
@@ -74,6 +75,8 @@ def _client(socket_path: str) -> httpx.Client:
     """One pooled client per socket for the life of the process (a new one per call would cost a TLS context
     and a connection each time). No TLS and no proxy: the socket is local, and a proxy named in the environment
     must never see a call meant for it."""
+    import httpx
+
     with _clients_lock:
         found = _clients.get(socket_path)
         if found is None:
@@ -83,6 +86,8 @@ def _client(socket_path: str) -> httpx.Client:
 
 
 def _post(path: str, payload: dict[str, Any], *, timeout: float = REQUEST_TIMEOUT_SECONDS) -> dict[str, Any]:
+    import httpx
+
     failure: Exception | None = None
     for _ in range(2):
         try:
