@@ -128,7 +128,7 @@ def decide(payload: dict[str, Any], env: Mapping[str, str]) -> tuple[dict[str, A
     if not permissions.could_allow(mode, rules):
         return None, NOT_ALLOWED  # decided before the parser and the rules are even imported: the common case is cheap
     from codeoid.compressors import command as shell_command
-    from codeoid.compressors.loader import load_rules, rule_set
+    from codeoid.compressors.loader import load_rules, report_errors, rule_set
     from codeoid.hooks import shell_facts
 
     parsed = shell_command.parse(command)
@@ -138,6 +138,7 @@ def decide(payload: dict[str, Any], env: Mapping[str, str]) -> tuple[dict[str, A
     if not facts.understood or _unsafe_to_wrap(command, facts):
         return None, CONSTRUCT
     rule_book = rule_set(cached) if cached is not None else load_rules(project_dir=project_dir, cache_dir=cache_dir)
+    report_errors(rule_book, to_stderr=False)  # a hook never prints: the log says it, once per change
     rule = rule_book.match(parsed.invocation)
     if rule is None:
         return None, NO_RULE

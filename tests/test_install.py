@@ -545,6 +545,19 @@ def test_doctor_is_content_with_a_fresh_install(home: Path, bin_dir: Path) -> No
     assert any(finding.sentence.startswith("codeoid ") for finding in report)
 
 
+def test_doctor_fails_on_a_broken_rule_file_naming_its_file_and_line(home: Path, bin_dir: Path,
+                                                                     project: Path) -> None:
+    install(home=home, bin_dir=bin_dir)
+    rules = project / ".codeoid" / "rules"
+    rules.mkdir(parents=True)
+    (rules / "bad.toml").write_text('[[rule]]\nname = "unterminated\n')
+
+    failures = _statuses(doctor_report(home=home, project_dir=project), "fail")
+
+    assert f"Rule file {rules / 'bad.toml'}:2: invalid TOML" in failures
+    assert "the built-in rules and your other rules still apply" in failures
+
+
 def test_doctor_names_hooks_whose_executable_is_gone(home: Path, bin_dir: Path) -> None:
     install(home=home, bin_dir=bin_dir)
     (bin_dir / "codeoid-hook").unlink()

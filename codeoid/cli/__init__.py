@@ -9,7 +9,14 @@ or fork do so inside the command that needs them, so `codeoid --version` and the
 The CLI is an entry point: nothing in codeoid imports it.
 """
 
-from codeoid.cli import discover, history, installation, privacy, running  # noqa: F401  (each registers its commands)
+from codeoid.cli import (  # noqa: F401  (each registers its commands)
+    discover,
+    history,
+    installation,
+    privacy,
+    retention,
+    running,
+)
 from codeoid.cli.group import cli
 
 

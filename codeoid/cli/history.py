@@ -98,6 +98,9 @@ def _show_raw_output(db: sqlite3.Connection, raw_id: str, *, as_raw: bool, as_js
     found = raw.get_raw_output(db, raw_id)
     if found is None:
         raise click.ClickException(f"No raw output {raw_id}.")
+    if found.expired_at is not None and as_raw:
+        raise click.ClickException(f"{raw_id}: raw expired ({found.stdout_size:,} bytes dropped by `codeoid gc` to "
+                                   "keep the data dir under its budget); `codeoid show` prints what remains.")
     if as_raw:
         for chunk in raw.iter_raw_stdout(db, raw_id):
             sys.stdout.buffer.write(chunk)

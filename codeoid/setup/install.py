@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from codeoid import paths
+from codeoid.capture import loss_ring
 from codeoid.rotation.command import install_command, remove_command
 from codeoid.setup.claude_files import (
     ClaudeFiles,
@@ -114,6 +115,7 @@ def install(
     _register_mcp_server(state, target.mcp_keys, mcp_exe, codeoid_home)
 
     manifest = manifest_path(Path(paths.data_dir()))
+    loss_ring.ensure_ring()  # set aside now, while there is room: it counts what a full disk loses
     records = load_records(manifest)
     previous = _take_record(records, scope, project)
     records.append(
