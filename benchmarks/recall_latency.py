@@ -101,6 +101,7 @@ def fill_vectors(memory: Any, newest: int) -> None:
     dimension = default_embedder().dimension
     rng = np.random.default_rng(5)
     for start in range(1, newest + 1, 1000):
+        chroma_server.touch_lease()  # a raw client, not codeoid's: a slow fill must not outlast the idle stop
         ids = range(start, min(newest, start + 999) + 1)
         block = rng.standard_normal((len(ids), dimension)).astype(np.float32)
         block /= np.linalg.norm(block, axis=1, keepdims=True)
