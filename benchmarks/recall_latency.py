@@ -6,7 +6,7 @@ session stores it: prompts, answers, and tool results of 40 lines, so BM25 ranks
 lengths. Vectors for the bulk are synthetic unit vectors (embedding 100k episodes would take hours on this VM and
 says nothing about query latency); the query is embedded by the real model inside the server, as in use.
 Reported: time to the first `tools/list`, recall round-trip p50/p95 (fused: BM25 + vector), the server's RSS
-after the queries, and the Chroma server's RSS.
+after the queries, the memory service's (which answers the server's calls), and the Chroma server's RSS.
 
     .venv/bin/python benchmarks/recall_latency.py [--episodes 10000,100000] [--queries 200] [--markdown]
 """
@@ -101,6 +101,7 @@ def fill_vectors(memory: Any, newest: int) -> None:
     dimension = default_embedder().dimension
     rng = np.random.default_rng(5)
     for start in range(1, newest + 1, 1000):
+        chroma_server.touch_lease()  # a raw client, not codeoid's: a slow fill must not outlast the idle stop
         ids = range(start, min(newest, start + 999) + 1)
         block = rng.standard_normal((len(ids), dimension)).astype(np.float32)
         block /= np.linalg.norm(block, axis=1, keepdims=True)
@@ -137,11 +138,14 @@ def measure(memory: Any, questions: list[str]) -> dict[str, float]:
             server = next(p for p in psutil.Process().children(recursive=True)
                           if "codeoid-mcp" in " ".join(p.cmdline()))
             rss = server.memory_info().rss
+            service_rss = sum(process.memory_info().rss for process in psutil.process_iter(["cmdline"])
+                              if "codeoid.service.daemon" in (process.info["cmdline"] or [])
+                              and any(os.environ["CODEOID_HOME"] in part for part in process.info["cmdline"]))
         chroma = chroma_server.running_server()
         chroma_rss = psutil.Process(chroma.chroma_pid).memory_info().rss if chroma else 0
         return {"first_list_s": first_list, "p50_ms": float(np.percentile(times, 50)),
                 "p95_ms": float(np.percentile(times, 95)), "server_rss_mb": rss / 2**20,
-                "chroma_rss_mb": chroma_rss / 2**20}
+                "service_rss_mb": service_rss / 2**20, "chroma_rss_mb": chroma_rss / 2**20}
 
     return anyio.run(session)
 
@@ -174,13 +178,16 @@ def main() -> None:
                 rows.append((count, measure(memory, questions)))
                 memory.db.close()
             finally:
+                from codeoid.service import lifecycle
+
+                lifecycle.stop_service()
                 chroma_server.stop_server()
     for count, row in rows:
         if args.markdown:
             print(f"| recall through MCP at {count:,} episodes (fused) | p50 {row['p50_ms']:.1f} ms, "
                   f"p95 {row['p95_ms']:.1f} ms |")
-            print(f"| `codeoid-mcp` RSS / chroma server RSS at {count:,} | {row['server_rss_mb']:.0f} MB / "
-                  f"{row['chroma_rss_mb']:.0f} MB |")
+            print(f"| `codeoid-mcp` RSS / memory service RSS / chroma server RSS at {count:,} | "
+                  f"{row['server_rss_mb']:.0f} MB / {row['service_rss_mb']:.0f} MB / {row['chroma_rss_mb']:.0f} MB |")
             print(f"| first `tools/list` after spawn ({count:,} episodes) | {row['first_list_s']:.2f} s |")
         else:
             print(count, {key: round(value, 2) for key, value in row.items()})

@@ -3,6 +3,11 @@
 Claude Code starts it in the project directory (and passes `CLAUDE_PROJECT_DIR`); that directory's
 workspace is the one every tool answers for. Start-up does no store work and loads nothing heavy, so
 `initialize` and `tools/list` are answered within Claude Code's start-up wait.
+
+It is thin: with semantic memory on, tool calls go to the one memory service of the data dir
+(`codeoid.service`), which holds the model, the indexer and the workspace index builders for every session at
+once; this process only keeps that service up while the session lasts. With `CODEOID_VECTOR=off` there is
+nothing heavy to share, and the tools and the workspace index builder run here.
 """
 
 from __future__ import annotations
@@ -13,8 +18,11 @@ import threading
 from mcp.server.mcpserver import MCPServer
 from mcp.types import ToolAnnotations
 
+from codeoid.log import log
+from codeoid.mcp_server.forwarding import forwarding
 from codeoid.mcp_server.tools import MemoryTools
 from codeoid.memory.ranking import vector_enabled
+from codeoid.service import client, lifecycle
 
 INSTRUCTIONS = (
     "codeoid keeps every turn of this workspace's Claude Code sessions verbatim, including turns that have left "
@@ -24,16 +32,18 @@ INSTRUCTIONS = (
     "recall_file(path, lines) returns the last read of a file and whether it changed since; timeline() lists the "
     "history."
 )
-INDEXER_DELAY_SECONDS = 2.0
+INDEXER_DELAY_SECONDS = 2.0  # before the service or the workspace index builder is started
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 
 
 def build_server(project_dir: str) -> MCPServer:
     tools = MemoryTools(project_dir)
+    shared = vector_enabled()
     server: MCPServer = MCPServer("codeoid", instructions=INSTRUCTIONS, log_level="WARNING")
     for tool, title in ((tools.recall, "Recall past episodes"), (tools.recall_file, "Recall a file read"),
                         (tools.timeline, "Workspace timeline"), (tools.get_episode, "Get one episode")):
-        server.add_tool(tool, title=title, annotations=READ_ONLY, structured_output=False)
+        server.add_tool(forwarding(tool, project_dir) if shared else tool, title=title, annotations=READ_ONLY,
+                        structured_output=False)
     return server
 
 
@@ -41,24 +51,29 @@ def main() -> None:
     project_dir = os.environ.get("CLAUDE_PROJECT_DIR") or os.getcwd()
     server = build_server(project_dir)
     if vector_enabled():
-        _start_indexer()
-    _start_index_builder(project_dir)
+        _keep_service(project_dir)
+    else:
+        _start_index_builder(project_dir)
     server.run("stdio")
 
 
-def _start_indexer() -> None:
-    """The vector indexer on a daemon thread, imported there too: chromadb and the model take most of a second
-    to import, and `initialize` and `tools/list` must not wait for them."""
+def _keep_service(project_dir: str) -> None:
+    """While this session lasts, keep the memory service up (starting it again if it died) and building this
+    workspace's index, so episodes are embedded as they arrive, not at the next recall. On a daemon thread, after
+    `initialize` and `tools/list` had their turn."""
 
     def run() -> None:
-        stop = threading.Event()
-        if stop.wait(INDEXER_DELAY_SECONDS):
+        pause = threading.Event()
+        if pause.wait(INDEXER_DELAY_SECONDS):
             return
-        from codeoid.memory.indexer import run_forever
+        while True:
+            try:
+                client.attach(project_dir)
+            except (client.ServiceUnavailable, RuntimeError) as error:
+                log("mcp", f"memory service: {error}")
+            pause.wait(min(30.0, lifecycle.idle_seconds() / 4))
 
-        run_forever(stop, delay=0)
-
-    threading.Thread(target=run, name="codeoid-indexer", daemon=True).start()
+    threading.Thread(target=run, name="codeoid-service-keeper", daemon=True).start()
 
 
 def _start_index_builder(project_dir: str) -> None:

@@ -13,6 +13,7 @@ import sqlite3
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Annotated
 
 from mcp.server.mcpserver.exceptions import ToolError
@@ -61,12 +62,26 @@ RETRACTED = ("{what} was retracted by the user (`codeoid retract`): it is kept b
 EPISODE_FRAME_BYTES = 400
 
 
+@dataclass(frozen=True)
+class Caller:
+    """Who is asking, for scoping: the `claude` process that started the MCP server and the session it names.
+    The memory service answers for many servers, so each call carries its server's own."""
+
+    parent_pid: int | None
+    session_env: str | None
+
+    @classmethod
+    def of_this_process(cls) -> Caller:
+        return cls(parent_pid=os.getppid(), session_env=os.environ.get("CLAUDE_CODE_SESSION_ID"))
+
+
 class MemoryTools:
     """The tools of one server process, bound to the workspace of the project it was started in."""
 
-    def __init__(self, project_dir: str) -> None:
+    def __init__(self, project_dir: str, caller: Caller | None = None) -> None:
         self.project_dir = os.path.realpath(project_dir)
         self.root = os.path.realpath(identify(self.project_dir).root)
+        self.caller = caller or Caller.of_this_process()
 
     def recall(
         self,
@@ -215,9 +230,8 @@ class MemoryTools:
             log("mcp", f"{raw_id}: read not charged to the savings ledger ({error})")
 
     def _caller(self, db: sqlite3.Connection) -> str | None:
-        return retrieval.caller_backing_session(
-            db, parent_pid=os.getppid(), session_env=os.environ.get("CLAUDE_CODE_SESSION_ID")
-        )
+        return retrieval.caller_backing_session(db, parent_pid=self.caller.parent_pid,
+                                                session_env=self.caller.session_env)
 
     def _workspace_path(self, path: str) -> str:
         if not path.strip():

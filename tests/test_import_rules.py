@@ -47,6 +47,8 @@ RULES: dict[str, tuple[tuple[str, ...] | None, tuple[str, ...]]] = {
     "codeoid.hooks": (None, ("codeoid.memory.retrieval", "codeoid.memory.vector_index", "codeoid.memory.indexer",
                              "codeoid.memory.embedding", "codeoid.cli", "codeoid.mcp_server")),
     "codeoid.mcp_server": (None, ("codeoid.cli", "codeoid.hooks", "codeoid.setup.install")),
+    "codeoid.service": (None, ("codeoid.cli", "codeoid.hooks", "codeoid.setup", "codeoid.rotation", "codeoid.fork",
+                               "codeoid.capture")),
 }
 
 

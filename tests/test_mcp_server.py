@@ -21,6 +21,7 @@ import pytest
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
+from codeoid.service import lifecycle
 from codeoid.store import capture, raw
 from codeoid.store import db as store_db
 from codeoid.workspace import identify
@@ -128,6 +129,7 @@ def memory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Memory]:
         yield found
     finally:
         found.db.close()
+        lifecycle.stop_service()  # started by the tests that leave semantic memory on
 
 
 def serve(memory: Memory, *calls: tuple[str, dict[str, Any]], env: dict[str, str] | None = None) -> list[Result]:

@@ -218,12 +218,13 @@ def search(query: str, limit: int, as_json: bool, all_workspaces: bool) -> None:
     BM25 and the vector index fused, ranked as the MCP server's recall ranks them; archived episodes included.
     `codeoid show ID --lines A-B` pages the rest of a hit.
     """
-    from codeoid.memory import hits, retrieval  # the search stack loads only for a search
+    from codeoid.memory import hits  # the search stack loads only for a search
+    from codeoid.service import client  # ranked by the memory service, whose model is warm; started if need be
 
     if not query.strip():
         raise click.ClickException("The query is empty.")
     with open_store() as db:
-        found = retrieval.recall_ranked(db, query, workspace_id=workspace_scope(db, all_workspaces), limit=limit)
+        found = client.recall_ranked(db, query, workspace_id=workspace_scope(db, all_workspaces), limit=limit)
         raw_outputs = {row["raw_output_id"]: facts for row in found.rows if row["raw_output_id"]
                        for facts in [hits.raw_facts(db, row["raw_output_id"])] if facts is not None}
         roots = dict(db.execute("SELECT id, root FROM workspaces").fetchall()) if all_workspaces else {}

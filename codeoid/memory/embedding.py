@@ -261,6 +261,9 @@ class MiniLMEmbedder:
         options.log_severity_level = 3
         if save_to is not None:
             options.optimized_model_filepath = save_to
+        # Without the arena, memory a long batch took is given back: with it the process kept ~570 MB after
+        # 16 texts of 256 tokens, against ~240 MB (the embedder lives in the long-running memory service).
+        options.enable_cpu_mem_arena = False
         return onnxruntime.InferenceSession(path, sess_options=options, providers=["CPUExecutionProvider"])
 
     @classmethod

@@ -97,16 +97,18 @@ class Indexer:
         vector_progress.finish_batch(self.db, self.owner, batch[-1]["id"])
         return len(batch)
 
-    def catch_up(self, on_batch: Callable[[int], None] | None = None) -> int:
-        """Index until the watermark reaches the newest episode (or another indexer holds the next batch)."""
+    def catch_up(self, on_batch: Callable[[int], None] | None = None, stop: threading.Event | None = None) -> int:
+        """Index until the watermark reaches the newest episode (or another indexer holds the next batch, or
+        `stop` is set: a stopping service finishes its batch and goes, instead of leaving a claim to expire)."""
         done = 0
-        while True:
+        while stop is None or not stop.is_set():
             count = self.step()
             if not count:
                 return done
             done += count
             if on_batch is not None:
                 on_batch(count)
+        return done
 
     def run(self, stop: threading.Event) -> None:
         """Index whenever the store changes until `stop` is set; survives Chroma and the store going away."""
@@ -119,7 +121,7 @@ class Indexer:
                 # A change by another connection, or every 30 polls anyway (a dead indexer's claim expiring).
                 if version != last_version or idle_polls >= 30:
                     idle_polls = 0
-                    self.catch_up()
+                    self.catch_up(stop=stop)
                     last_version = version
             except VectorIndexUnavailable as error:
                 log("indexer", f"waiting for the vector index: {error}")

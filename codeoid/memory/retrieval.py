@@ -12,6 +12,9 @@ import json
 import os
 import shlex
 import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -104,6 +107,19 @@ def _shared_hits(nearest: list[Hit], store: str, limit: int) -> tuple[Hit, ...]:
 
 
 _index: VectorIndex | None = None
+# Why vectors must not be asked in this call, where the process cannot load them (a thin MCP server whose memory
+# service did not start): set by `without_vectors`, per thread and task, never process-wide.
+_no_vectors: ContextVar[str | None] = ContextVar("codeoid_no_vectors", default=None)
+
+
+@contextmanager
+def without_vectors(reason: str) -> Iterator[None]:
+    """Within this block recall is BM25 alone and its answer says `reason`."""
+    token = _no_vectors.set(reason)
+    try:
+        yield
+    finally:
+        _no_vectors.reset(token)
 
 
 def _dense_hits(db: sqlite3.Connection, query: str, workspace_id: int | None, n: int) -> tuple[list[Hit], str | None]:
@@ -111,6 +127,8 @@ def _dense_hits(db: sqlite3.Connection, query: str, workspace_id: int | None, n:
     global _index
     if not ranking.vector_enabled():
         return [], "semantic memory is off (CODEOID_VECTOR=off)"
+    if (reason := _no_vectors.get()) is not None:
+        return [], reason
     if workspace_id is None:
         return [], "semantic search covers one workspace at a time"
     if vector_progress.progress(db).indexed_upto == 0 and chroma_server.remote_url() is None:
