@@ -84,7 +84,7 @@ def test_gain_adds_up_real_compressed_runs_per_rule_per_session_and_in_total(
     failing_test_suite(repo)
     runs = {
         "git-diff": ["git", "diff"],
-        "ls": ["ls", "-lR", "assets"],
+        "ls-recursive": ["ls", "-lR", "assets"],
         "find": ["find", "assets", "-type", "f"],
         "pytest": [sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", "test_suite.py"],
     }
@@ -96,7 +96,7 @@ def test_gain_adds_up_real_compressed_runs_per_rule_per_session_and_in_total(
         shown[rule] = len(done.stdout)
     raw_size = {rule: len(plain(executable("codeoid"), "show", f"raw-toolu_{rule}", "--raw", cwd=repo))
                 for rule in runs}
-    for rule in ("git-diff", "ls", "find"):  # deterministic: the command alone prints the same bytes
+    for rule in ("git-diff", "ls-recursive", "find"):  # deterministic: the command alone prints the same bytes
         assert raw_size[rule] == len(plain(*runs[rule], cwd=repo))
 
     accounts = gain(cwd=repo)
@@ -120,7 +120,8 @@ def test_gain_adds_up_real_compressed_runs_per_rule_per_session_and_in_total(
     diff_row = next(line for line in table.splitlines() if line.startswith("git-diff "))
     saved = raw_size["git-diff"] - shown["git-diff"]
     assert diff_row.split() == ["git-diff", "1", f"{raw_size['git-diff']:,}", f"{shown['git-diff']:,}",
-                                f"{saved:,}", f"{tokens(saved):,}", "0", "0", "0", f"{saved:,}",
+                                f"{saved:,}", f"{100 * saved / raw_size['git-diff']:.1f}%", f"{tokens(saved):,}", "0",
+                                "0", "0", f"{saved:,}",
                                 f"{tokens(saved):,}"]
 
 
@@ -222,7 +223,9 @@ def test_reads_of_a_raw_output_through_mcp_are_charged_back_each_time_and_the_cl
         "runs": 1, "raw_bytes": raw_size, "shown_bytes": len(done.stdout), "saved_bytes": saved, "reads": 3,
         "charged_bytes": sum(read_bytes), "charged_tokens": sum(read_tokens), "net_bytes": saved - sum(read_bytes),
         "net_tokens": tokens(saved) - sum(read_tokens)}
-    assert gain("--session", "someone-else", cwd=memory.project)["total"]["runs"] == 0
+    unknown = subprocess.run([executable("codeoid"), "gain", "--session", "someone-else"], capture_output=True,
+                             text=True, cwd=memory.project, timeout=60)
+    assert unknown.returncode == 2 and "No codeoid session 'someone-else'" in unknown.stderr
 
 
 def test_a_recall_file_answered_from_a_raw_output_is_charged_back_too(memory: Memory) -> None:

@@ -51,7 +51,7 @@ class Finding(NamedTuple):
 
 
 def doctor_report(home: Path | None = None, project_dir: Path | None = None) -> list[Finding]:
-    """Every check, in the order a reader wants them: route, versions, permissions, backlog."""
+    """Every check, in the order a reader wants them: route, versions, permissions, rule files, backlog."""
     home = (home or Path.home()).absolute()
     project = (project_dir or Path.cwd()).resolve()
     data_dir = Path(paths.data_dir_location())
@@ -59,10 +59,24 @@ def doctor_report(home: Path | None = None, project_dir: Path | None = None) -> 
         *_route_findings(locate_claude_files(home), project, data_dir),
         *_version_findings(),
         *_permission_findings(data_dir),
+        *_rule_file_findings(home, project),
         *_backlog_findings(data_dir),
         *_loss_findings(data_dir),
         *_size_findings(data_dir),
+        *_missed_compression_findings(data_dir),
     ]
+
+
+def _rule_file_findings(home: Path, project: Path) -> list[Finding]:
+    """A user or project rule file that cannot be used is skipped whole by codeoid-compress: name it, with its
+    line. Read afresh, without the rule cache."""
+    from codeoid.compressors.loader import load_rules
+
+    config = os.environ.get("XDG_CONFIG_HOME") or str(home / ".config")
+    rules = load_rules(project_dir=project, user_dir=Path(config) / "codeoid" / "rules")
+    return [Finding("fail", f"Rule file {error} — codeoid skips this file (the built-in rules and your other "
+                            "rules still apply): fix it, then run `codeoid doctor` again.")
+            for error in rules.errors]
 
 
 def _route_findings(files: ClaudeFiles, project: Path, data_dir: Path) -> list[Finding]:
@@ -430,6 +444,21 @@ def _backlog_findings(data_dir: Path) -> list[Finding]:
             )
         )
     return findings
+
+
+def _missed_compression_findings(data_dir: Path) -> list[Finding]:
+    """A pointer to `codeoid discover` when much of the Bash output stored reached the window uncompressed."""
+    database = data_dir / "store.db"
+    if not database.is_file():
+        return []
+    from codeoid.store import ledger
+
+    try:
+        with closing(sqlite3.connect(f"{database.as_uri()}?mode=ro", uri=True, timeout=1)) as db:
+            hint = ledger.missed_hint(*ledger.missed(db))
+    except sqlite3.Error:
+        return []  # a busy or damaged store is reported by the checks that own it
+    return [Finding("info", hint)] if hint else []
 
 
 def _is_executable(path: str | None) -> bool:
