@@ -33,6 +33,8 @@ INSTRUCTIONS = (
     "history."
 )
 INDEXER_DELAY_SECONDS = 2.0  # before the service or the workspace index builder is started
+GC_INTERVAL_ENV = "CODEOID_GC_INTERVAL_SECONDS"
+GC_INTERVAL_SECONDS = 3600.0
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 
 
@@ -54,6 +56,7 @@ def main() -> None:
         _keep_service(project_dir)
     else:
         _start_index_builder(project_dir)
+    _start_gc()
     server.run("stdio")
 
 
@@ -85,3 +88,41 @@ def _start_index_builder(project_dir: str) -> None:
         run_forever(threading.Event(), project_dir, delay=INDEXER_DELAY_SECONDS)
 
     threading.Thread(target=run, name="codeoid-workspace-index", daemon=True).start()
+
+
+def _start_gc() -> None:
+    """Retention in the background: every `CODEOID_GC_INTERVAL_SECONDS` (an hour; 0 turns it off), the first pass
+    a minute after start (or sooner with a shorter interval), the same as `codeoid gc --apply`."""
+    try:
+        interval = float(os.environ.get(GC_INTERVAL_ENV) or GC_INTERVAL_SECONDS)
+    except ValueError:
+        interval = GC_INTERVAL_SECONDS
+    if interval <= 0:
+        return
+
+    def run() -> None:
+        from codeoid import paths
+        from codeoid.log import log
+        from codeoid.store import db as store_db
+        from codeoid.store import retention
+
+        stop = threading.Event()
+        wait = min(interval, 60.0)
+        while not stop.wait(wait):
+            wait = interval
+            try:
+                db = store_db.connect()
+                try:
+                    outcome = retention.collect(db, paths.data_dir())
+                finally:
+                    db.close()
+            except Exception as error:  # noqa: BLE001 - a failed pass must not take the server down; retried later
+                log("gc", f"background gc failed: {error!r}")
+                continue
+            if outcome is not None:
+                log("gc", f"background gc: {outcome.expired_raw} raw outputs expired, {outcome.swept_incomplete} "
+                          f"incomplete swept, {outcome.removed_quarantine} quarantined files removed, "
+                          f"{outcome.expired_vectors} episodes' vectors dropped; data dir now "
+                          f"{outcome.used_after:,} bytes")
+
+    threading.Thread(target=run, name="codeoid-gc", daemon=True).start()

@@ -198,3 +198,38 @@ def test_raw_chunks_are_stored_zstd_compressed_and_old_plain_chunks_still_read(c
         assert stored["raw-text"] < len(text) / 10 and stored["raw-noise"] == len(noise)
     finally:
         upgraded.close()
+
+
+def test_the_mcp_server_collects_in_the_background_when_the_store_is_over_budget(memory: Memory) -> None:
+    import anyio
+    from mcp.client.session import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    old = memory.backing("bs-old")
+    episode, raw_id, _ = bash_with_raw(memory, old, "archived-bg")
+    memory.set_state(episode, "archived")
+    live, live_raw, live_stdout = bash_with_raw(memory, memory.backing("bs-live"), "live-bg")
+    env = {"CODEOID_HOME": str(memory.home), "CODEOID_VECTOR": "off", "CODEOID_DISK_BUDGET": "1MB",
+           "CODEOID_GC_INTERVAL_SECONDS": "0.2"}
+
+    async def until_expired() -> str:
+        params = StdioServerParameters(command=executable("codeoid-mcp"), cwd=str(memory.project), env=env)
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as client:
+            await client.initialize()
+            with anyio.fail_after(60):
+                while True:
+                    answer = await client.call_tool("timeline", {"limit": 10})
+                    text = "\n".join(getattr(block, "text", "") for block in answer.content)
+                    log = memory.home / "logs" / "codeoid.log"
+                    if "raw expired" in text and log.exists() and "background gc" in log.read_text():
+                        return text
+                    await anyio.sleep(0.2)  # polling the server's answer, not timing it
+
+    timeline = anyio.run(until_expired)
+
+    assert timeline.count("raw expired") == 1
+    found = raw.get_raw_output(memory.db, raw_id)
+    assert found is not None and found.expired_at is not None
+    assert raw.read_raw_stdout(memory.db, live_raw) == live_stdout  # still over budget, yet the live window is whole
+    assert "background gc: 1 raw outputs expired" in (memory.home / "logs" / "codeoid.log").read_text()
+    assert live

@@ -34,8 +34,10 @@ from codeoid.store import db as store_db
 
 REPLAY_PER_WRITE = 200
 # A hook has 10 s (SessionEnd 5 s) before Claude Code kills it: replay gets a slice of that, never all of it.
-REPLAY_SECONDS = 2.0
-ENTRY_SECONDS = 3.0
+# Worst case: the busy timeout to open (1.5 s), the budget, one entry running to its limit, the busy timeout
+# again for the hook's own event: about 6 s, under Claude Code's limit even on a loaded machine.
+REPLAY_SECONDS = 1.0
+ENTRY_SECONDS = 2.0
 
 
 def write(spooled: SpooledEvent) -> str | None:

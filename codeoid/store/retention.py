@@ -226,6 +226,12 @@ def _vacuum(db: sqlite3.Connection, notes: list[str]) -> bool:
     return True
 
 
+def collect(db: sqlite3.Connection, data_dir: str) -> Outcome | None:
+    """One automatic pass (the MCP server's background gc): apply the plan when there is anything to do."""
+    planned = plan(db, data_dir, budget=disk_budget())
+    return None if planned.empty else apply(db, planned, data_dir)
+
+
 @dataclass
 class Forgotten:
     episode_ids: list[int]
