@@ -111,17 +111,20 @@ class VectorIndex:
         self._connect_lock = threading.Lock()  # the indexer thread and a recall may find the server gone together
         self._collections: dict[str, Collection] = {}
 
-    def add_chunks(self, workspace: str, chunks: Sequence[Chunk]) -> None:
-        """Embed and store `chunks`; chunks already there (same episode and number) are replaced.
+    def add_chunks(self, workspace: str, chunks: Sequence[Chunk]) -> list[Sequence[float]]:
+        """Embed and store `chunks`; chunks already there (same episode and number) are replaced. Returns the
+        embeddings (the indexer keeps the corpus statistics recall standardises cosines with).
 
         An episode re-chunked into fewer pieces keeps its old tail: call `delete_episode` first.
         """
         if not chunks:
-            return
+            return []
+        embeddings = self.embed([chunk.text for chunk in chunks])
 
         def add(collection: Collection) -> None:
             collection.upsert(
                 ids=[self._chunk_id(chunk.episode_id, chunk.number) for chunk in chunks],
+                embeddings=embeddings,
                 documents=[chunk.text for chunk in chunks],
                 metadatas=[{**chunk.metadata, "store": self.store, "episode_id": chunk.episode_id,
                             "chunk": chunk.number, "start_line": chunk.start_line, "end_line": chunk.end_line}
@@ -129,15 +132,23 @@ class VectorIndex:
             )
 
         self._with_collection(workspace, add, create=True)
+        return embeddings
 
-    def query(self, text: str, workspace: str, n: int = 10) -> list[Hit]:
-        """The `n` chunks of `workspace` nearest to `text`, nearest first (empty for an unknown workspace), of
-        every store that shares the collection: `hit.store` tells this store's from a teammate's."""
+    def embed(self, texts: Sequence[str]) -> list[Sequence[float]]:
+        """The collection's embedder applied to `texts` (the same model its vectors were made with)."""
+        return [list(map(float, vector)) for vector in self._embedding_function(list(texts))]
+
+    def query(self, text: str, workspace: str, n: int = 10, *, embedding: Sequence[float] | None = None
+              ) -> list[Hit]:
+        """The `n` chunks of `workspace` nearest to `text` (or to its `embedding`, when the caller has it),
+        nearest first (empty for an unknown workspace), of every store that shares the collection: `hit.store`
+        tells this store's from a teammate's."""
         if n < 1:
             return []
+        vector = embedding if embedding is not None else self.embed([text])[0]
 
         def nearest(collection: Collection) -> list[Hit]:
-            result = collection.query(query_texts=[text], n_results=n,
+            result = collection.query(query_embeddings=[vector], n_results=n,
                                       include=["documents", "metadatas", "distances"])
             metadatas = (result["metadatas"] or [[]])[0]
             documents = (result["documents"] or [[]])[0]
