@@ -185,18 +185,20 @@ def test_recall_returns_matching_episodes_verbatim_with_their_fields(memory: Mem
     prompt = memory.user(owner, "why does the flux capacitor overheat?")
     run = memory.bash(owner, "pytest tests/test_flux.py", "FAILED tests/test_flux.py::test_capacitor - "
                                                            "OverheatError: 1.21 gigawatts\n1 failed in 0.12s")
-    memory.assistant(owner, "The lunch menu has soup today.")
+    lunch = memory.assistant(owner, "The lunch menu has soup today.")
 
     found = call(memory, "recall", query="flux capacitor overheat")
 
     assert not found.is_error, found
-    assert set(episode_ids(found.text)) == {prompt, run}
+    # The episodes holding the words come first; the turn after them matches only through its neighbours (BM25
+    # indexes each episode with its session neighbours), so it may follow, never ahead of them.
+    assert set(episode_ids(found.text)[:2]) == {prompt, run}
+    assert episode_ids(found.text)[2:] in ([], [lunch])
     assert "FAILED tests/test_flux.py::test_capacitor - OverheatError: 1.21 gigawatts\n1 failed in 0.12s" in found.text
     assert "why does the flux capacitor overheat?" in found.text
     assert "command: pytest tests/test_flux.py" in found.text
     header = next(line for line in found.text.splitlines() if line.startswith(f"=== episode {run} "))
     assert "tool Bash" in header and "score " in header and "tokens" in header and "live" in header
-    assert "lunch menu" not in found.text
 
 
 def test_recall_finds_archived_episodes_and_never_retracted_ones(memory: Memory) -> None:

@@ -50,8 +50,11 @@ GRID: dict[str, tuple[float, ...]] = {
     "dense": (0.5, 0.75, 1.0, 1.25, 1.5, 2.0), "recency": (0.0, 0.1, 0.25, 0.5), "path": (0.0, 0.5, 1.0, 2.0),
     "role": (0.0, 0.25, 0.5, 1.0), "candidates": (20.0, 50.0, 100.0),
 }
-# BM25 column weights (self, near, mid, far), chosen first, by BM25 alone.
-COLUMN_GRID = [(s, n, m, f) for s in (1.0, 2.0, 4.0) for n in (0.5, 1.0) for m in (0.25, 0.5) for f in (0.0, 0.25)]
+# BM25 column weights (self, near, mid, far), chosen first, by BM25 alone: the issue's recipe (the episode as heavy
+# as its nearest neighbours), the episode heavier, and neighbours lighter.
+COLUMN_GRID = [(1.0, 1.0, 0.5, 0.25), (2.0, 1.0, 0.5, 0.25), (4.0, 1.0, 0.5, 0.25), (2.0, 0.5, 0.25, 0.125),
+               (4.0, 0.5, 0.25, 0.125), (1.0, 0.5, 0.25, 0.0)]
+CHECKED = 4  # every CHECKED-th question is also run through `recall_ranked` whole, to check the re-fusion
 
 
 def _key(columns: Sequence[float]) -> str:
@@ -161,7 +164,6 @@ def run(args: argparse.Namespace) -> None:
     from test_mcp_server import Memory, git_project
 
     from codeoid.memory import chroma_server
-    from codeoid.memory.indexer import Indexer
 
     episodes, questions = load_set(args.set)
     with tempfile.TemporaryDirectory() as scratch:
@@ -182,30 +184,67 @@ def run(args: argparse.Namespace) -> None:
                 ids, workspaces = fill_chat(memory, episodes, Path(scratch), now=now)
                 workspace_of = {q["id"]: workspaces[q["group"]] for q in questions}
             print(f"stored {len(ids)} episodes in {time.perf_counter() - started:.0f} s", flush=True)
-            started = time.perf_counter()
-            queries.catch_up_fts(memory.db)
-            print(f"FTS and neighbour index built in {time.perf_counter() - started:.1f} s", flush=True)
-            chroma_server.ensure_server()
-            started = time.perf_counter()
-            Indexer(memory.db).catch_up()
-            print(f"vectors indexed in {time.perf_counter() - started:.0f} s", flush=True)
-            db = memory.db
-            started = time.perf_counter()
-            candidates = {q["id"]: collect(db, workspace_of[q["id"]], q["question"]) for q in questions}
-            print(f"candidates collected in {time.perf_counter() - started:.0f} s", flush=True)
-            state = {"set": args.set, "now": now, "ids": ids, "candidates": candidates}
-            agree = 0
-            for q in questions:
-                through = retrieval.recall_ranked(db, q["question"], workspace_id=workspace_of[q["id"]],
-                                                  limit=evaluate.DEPTH, weights=RecallWeights())
-                agree += [row["id"] for row in through.rows] == refuse(candidates[q["id"]], q["question"],
-                                                                     RecallWeights(), now)
-            state["agree"] = [agree, len(questions)]
-            print(f"re-fused defaults equal recall_ranked's top 10 on {agree}/{len(questions)} questions", flush=True)
-            args.cache.write_text(json.dumps(state))
+            index_and_collect(memory.db, args, questions, ids, workspace_of, now)
         finally:
             memory.db.close()
             chroma_server.stop_server()
+
+
+def resume(args: argparse.Namespace) -> None:
+    """Go on with a store a `run` left behind (its scratch data dir), indexing what is left and collecting: the
+    episodes were stored in corpus order, so episode n is the corpus's n-th."""
+    from codeoid.memory import chroma_server
+    from codeoid.store import db as store_db
+
+    episodes, questions = load_set(args.set)
+    os.environ["CODEOID_HOME"] = str(args.home)
+    db = store_db.connect()
+    try:
+        stored = db.execute("SELECT id, text FROM episodes ORDER BY id").fetchall()
+        assert len(stored) == len(episodes)
+        ids = {episode["key"]: row[0] for episode, row in zip(episodes, stored, strict=True)}
+        assert all(row[1].startswith(episode["text"][:20]) for episode, row in zip(episodes, stored, strict=True)
+                   if episode["kind"] != "tool")
+        now = float(db.execute("SELECT max(created_at) FROM episodes").fetchone()[0]) + 3600
+        roots = {str(row[1]): int(row[0]) for row in db.execute("SELECT id, root FROM workspaces")}
+        if args.set == "code":
+            workspace_of = {q["id"]: next(iter(roots.values())) for q in questions}
+        else:
+            by_group = {int(root.rsplit("group-", 1)[1]): i for root, i in roots.items() if "group-" in root}
+            workspace_of = {q["id"]: by_group[q["group"]] for q in questions}
+        index_and_collect(db, args, questions, ids, workspace_of, now)
+    finally:
+        db.close()
+        chroma_server.stop_server()
+
+
+def index_and_collect(db: Any, args: argparse.Namespace, questions: list[dict[str, Any]], ids: dict[str, int],
+                      workspace_of: dict[str, int], now: float) -> None:
+    from codeoid.memory import chroma_server
+    from codeoid.memory.indexer import Indexer
+
+    started = time.perf_counter()
+    queries.catch_up_fts(db)
+    print(f"FTS and neighbour index built in {time.perf_counter() - started:.1f} s", flush=True)
+    chroma_server.ensure_server()
+    started = time.perf_counter()
+    Indexer(db).catch_up()
+    print(f"vectors indexed in {time.perf_counter() - started:.0f} s", flush=True)
+    started = time.perf_counter()
+    candidates = {q["id"]: collect(db, workspace_of[q["id"]], q["question"]) for q in questions}
+    print(f"candidates collected in {time.perf_counter() - started:.0f} s", flush=True)
+    state = {"set": args.set, "now": now, "ids": ids, "candidates": candidates}
+    checked = questions[::CHECKED]
+    agree = 0
+    for q in checked:
+        through = retrieval.recall_ranked(db, q["question"], workspace_id=workspace_of[q["id"]],
+                                          limit=evaluate.DEPTH, weights=dataclasses.replace(RecallWeights(),
+                                                                                            recency=0.0))
+        agree += [row["id"] for row in through.rows] == refuse(candidates[q["id"]], q["question"],
+                                                             dataclasses.replace(RecallWeights(), recency=0.0), now)
+    state["agree"] = [agree, len(checked)]
+    print(f"re-fused defaults equal recall_ranked's top 10 on {agree}/{len(checked)} questions", flush=True)
+    args.cache.write_text(json.dumps(state))
 
 
 def configs(tuned: RecallWeights) -> dict[str, tuple[RecallWeights, bool]]:
@@ -314,11 +353,15 @@ def main() -> None:
     collect_cmd = commands.add_parser("run", help="fill a store, index it, cache every question's candidates")
     collect_cmd.add_argument("--set", choices=("chat", "code"), required=True)
     collect_cmd.add_argument("--cache", type=Path, required=True)
+    resume_cmd = commands.add_parser("resume", help="go on with the data dir a stopped `run` left behind")
+    resume_cmd.add_argument("--set", choices=("chat", "code"), required=True)
+    resume_cmd.add_argument("--home", type=Path, required=True)
+    resume_cmd.add_argument("--cache", type=Path, required=True)
     report_cmd = commands.add_parser("report", help="tune on the tuning halves and report both halves")
     report_cmd.add_argument("caches", nargs="+")
     report_cmd.add_argument("--out", type=Path, default=HERE / "fusion.json")
     args = parser.parse_args()
-    run(args) if args.command == "run" else report(args)
+    {"run": run, "resume": resume, "report": report}[args.command](args)
 
 
 if __name__ == "__main__":

@@ -60,14 +60,26 @@ class CorpusStats:
         return float(q @ self.mean), max(spread, 1e-12) ** 0.5
 
 
+_loaded: dict[tuple[str, str], CorpusStats] = {}
+
+
 def load(db: sqlite3.Connection, collection: str) -> CorpusStats | None:
-    """The collection's statistics, or None while it holds too few vectors to trust them."""
+    """The collection's statistics, or None while it holds too few vectors to trust them. Kept in memory until
+    the indexer adds to them (a query reads one integer, not the 1 MB of sums)."""
     import numpy as np
 
+    count = dense_stats.vectors(db, collection)
+    if count is None or count < MIN_COUNT:
+        return None
+    key = (dense_stats.store_path(db), collection)
+    cached = _loaded.get(key)
+    if cached is not None and cached.count == count:
+        return cached
     found = dense_stats.load(db, collection)
-    if found is None or found.vectors < MIN_COUNT:
+    if found is None:
         return None
     n, d = found.vectors, found.dimension
     mean = np.frombuffer(found.total, dtype=np.float64) / n
     second = np.frombuffer(found.outer_total, dtype=np.float64).reshape(d, d) / n
-    return CorpusStats(n, mean, second - np.outer(mean, mean))
+    _loaded[key] = CorpusStats(n, mean, second - np.outer(mean, mean))
+    return _loaded[key]

@@ -27,6 +27,18 @@ def load(db: sqlite3.Connection, collection: str) -> Sums | None:
     return Sums(int(row[0]), int(row[1]), bytes(row[2]), bytes(row[3])) if row else None
 
 
+def vectors(db: sqlite3.Connection, collection: str) -> int | None:
+    """How many vectors the collection's sums hold (what tells a cached copy is still current)."""
+    row = db.execute("SELECT count FROM dense_stats WHERE collection = ?", (collection,)).fetchone()
+    return int(row[0]) if row else None
+
+
+def store_path(db: sqlite3.Connection) -> str:
+    """The file behind a connection: two stores in one process never share a cached copy."""
+    row = db.execute("PRAGMA database_list").fetchone()
+    return str(row[2])
+
+
 def save(db: sqlite3.Connection, collection: str, sums: Sums) -> None:
     with write_transaction(db):
         db.execute("INSERT OR REPLACE INTO dense_stats VALUES (?, ?, ?, ?, ?)",
