@@ -159,6 +159,10 @@ class MemoryTools:
                     raise ToolError(f"No raw output {wanted} in this workspace.")
                 if queries.raw_output_retracted(db, wanted):
                     raise ToolError(RETRACTED.format(what=f"Raw output {wanted}"))
+                if found.expired_at is not None:
+                    raise ToolError(f"Raw output {wanted}: raw expired (its {found.stdout_size:,} bytes were dropped "
+                                    "to keep the data dir under its disk budget); the episode's compressed text "
+                                    "remains.")
                 text = _raw_output_text(db, found, start_line, end_line, output_budget())
                 self._charge_back(db, wanted, text, reader="get_episode", start_line=start_line,
                                   end_line=end_line)

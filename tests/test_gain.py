@@ -25,7 +25,7 @@ from test_mcp_server import Memory, serve
 from codeoid import paths
 from codeoid.compressors.loader import load_rules
 from codeoid.compressors.relay import RawOutputSpec, Relay
-from codeoid.store import db, raw
+from codeoid.store import db
 from codeoid.store.migrations import migrate
 
 GIT = ["git", "-c", "user.email=dev@example.com", "-c", "user.name=dev"]
@@ -84,7 +84,7 @@ def test_gain_adds_up_real_compressed_runs_per_rule_per_session_and_in_total(
     failing_test_suite(repo)
     runs = {
         "git-diff": ["git", "diff"],
-        "ls": ["ls", "-lR", "assets"],
+        "ls-recursive": ["ls", "-lR", "assets"],
         "find": ["find", "assets", "-type", "f"],
         "pytest": [sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", "test_suite.py"],
     }
@@ -96,7 +96,7 @@ def test_gain_adds_up_real_compressed_runs_per_rule_per_session_and_in_total(
         shown[rule] = len(done.stdout)
     raw_size = {rule: len(plain(executable("codeoid"), "show", f"raw-toolu_{rule}", "--raw", cwd=repo))
                 for rule in runs}
-    for rule in ("git-diff", "ls", "find"):  # deterministic: the command alone prints the same bytes
+    for rule in ("git-diff", "ls-recursive", "find"):  # deterministic: the command alone prints the same bytes
         assert raw_size[rule] == len(plain(*runs[rule], cwd=repo))
 
     accounts = gain(cwd=repo)
@@ -120,7 +120,8 @@ def test_gain_adds_up_real_compressed_runs_per_rule_per_session_and_in_total(
     diff_row = next(line for line in table.splitlines() if line.startswith("git-diff "))
     saved = raw_size["git-diff"] - shown["git-diff"]
     assert diff_row.split() == ["git-diff", "1", f"{raw_size['git-diff']:,}", f"{shown['git-diff']:,}",
-                                f"{saved:,}", f"{tokens(saved):,}", "0", "0", "0", f"{saved:,}",
+                                f"{saved:,}", f"{100 * saved / raw_size['git-diff']:.1f}%", f"{tokens(saved):,}", "0",
+                                "0", "0", f"{saved:,}",
                                 f"{tokens(saved):,}"]
 
 
@@ -222,7 +223,9 @@ def test_reads_of_a_raw_output_through_mcp_are_charged_back_each_time_and_the_cl
         "runs": 1, "raw_bytes": raw_size, "shown_bytes": len(done.stdout), "saved_bytes": saved, "reads": 3,
         "charged_bytes": sum(read_bytes), "charged_tokens": sum(read_tokens), "net_bytes": saved - sum(read_bytes),
         "net_tokens": tokens(saved) - sum(read_tokens)}
-    assert gain("--session", "someone-else", cwd=memory.project)["total"]["runs"] == 0
+    unknown = subprocess.run([executable("codeoid"), "gain", "--session", "someone-else"], capture_output=True,
+                             text=True, cwd=memory.project, timeout=60)
+    assert unknown.returncode == 2 and "No codeoid session 'someone-else'" in unknown.stderr
 
 
 def test_a_recall_file_answered_from_a_raw_output_is_charged_back_too(memory: Memory) -> None:
@@ -252,7 +255,11 @@ def test_a_store_from_the_m004_schema_upgrades_and_its_old_outputs_claim_no_savi
     paths.ensure_private_dir(os.path.dirname(paths.database_path()))
     old = sqlite3.connect(paths.database_path(), isolation_level=None)
     migrate(old, upto="m004_vector_index")
-    raw.store_raw_output(old, "raw-before-ledger", command="git diff", stdout=b"x\n" * 5000, exit_status=0)
+    # Written as that version wrote it (today's writer needs today's schema).
+    old.execute("INSERT INTO raw_outputs (id, command, exit_status, stdout_size, complete, created_at)"
+                " VALUES ('raw-before-ledger', 'git diff', 0, 10000, 1, 1.0)")
+    old.execute("INSERT INTO raw_chunks (raw_output_id, seq, data) VALUES ('raw-before-ledger', 0, ?)",
+                (b"x\n" * 5000,))
     old.close()
 
     done = compress("--", "seq", "1", "3000", cwd=seq_project)

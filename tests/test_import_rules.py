@@ -39,6 +39,9 @@ RULES: dict[str, tuple[tuple[str, ...] | None, tuple[str, ...]]] = {
                       + ENTRY_POINTS),
     "codeoid.rotation": (None, ("codeoid.memory", "codeoid.fork") + ENTRY_POINTS),
     "codeoid.fork": (None, ("codeoid.memory",) + ENTRY_POINTS),
+    "codeoid.health": (None, ENTRY_POINTS + ("codeoid.viewer",)),
+    "codeoid.viewer": (None, ("codeoid.capture", "codeoid.rotation", "codeoid.fork", "codeoid.setup.install")
+                       + ENTRY_POINTS),
     "codeoid.compressors": (None, ("codeoid.capture", "codeoid.memory", "codeoid.setup", "codeoid.rotation",
                                    "codeoid.fork", "codeoid.cli", "codeoid.hooks", "codeoid.mcp_server")),
     "codeoid.hooks": (None, ("codeoid.memory.retrieval", "codeoid.memory.vector_index", "codeoid.memory.indexer",

@@ -197,6 +197,7 @@ def resume(args: argparse.Namespace) -> None:
     from codeoid.store import db as store_db
 
     episodes, questions = load_set(args.set)
+    index, count = (int(part) for part in args.shard.split("/"))
     os.environ["CODEOID_HOME"] = str(args.home)
     db = store_db.connect()
     try:
@@ -212,10 +213,11 @@ def resume(args: argparse.Namespace) -> None:
         else:
             by_group = {int(root.rsplit("group-", 1)[1]): i for root, i in roots.items() if "group-" in root}
             workspace_of = {q["id"]: by_group[q["group"]] for q in questions}
-        index_and_collect(db, args, questions, ids, workspace_of, now)
+        index_and_collect(db, args, questions[index::count], ids, workspace_of, now)
     finally:
         db.close()
-        chroma_server.stop_server()
+        if count == 1:
+            chroma_server.stop_server()  # shards share the server; the last one to finish leaves it to idle out
 
 
 def index_and_collect(db: Any, args: argparse.Namespace, questions: list[dict[str, Any]], ids: dict[str, int],
@@ -288,11 +290,19 @@ def tune(states: Sequence[tuple[dict[str, Any], list[dict[str, Any]]]], columns:
 
 
 def report(args: argparse.Namespace) -> None:
-    loaded = []
+    merged: dict[str, dict[str, Any]] = {}
     for path in args.caches:
         state = json.loads(Path(path).read_text())
+        if state["set"] in merged:  # another shard of the same run
+            merged[state["set"]]["candidates"].update(state["candidates"])
+            merged[state["set"]]["agree"] = [a + b for a, b in zip(merged[state["set"]]["agree"], state["agree"],
+                                                                   strict=True)]
+        else:
+            merged[state["set"]] = state
+    loaded = []
+    for state in merged.values():
         _, questions = load_set(state["set"])
-        loaded.append((state, questions))
+        loaded.append((state, [q for q in questions if q["id"] in state["candidates"]]))
     halves = [(state, [q for q in questions if q["split"] == "tune"]) for state, questions in loaded]
     by_columns = tune_columns(halves)
     print("BM25 column weights (self, near, mid, far) by tuning-half MRR: " + "; ".join(
@@ -357,6 +367,8 @@ def main() -> None:
     resume_cmd.add_argument("--set", choices=("chat", "code"), required=True)
     resume_cmd.add_argument("--home", type=Path, required=True)
     resume_cmd.add_argument("--cache", type=Path, required=True)
+    resume_cmd.add_argument("--shard", default="0/1", help="i/n: only every n-th question from the i-th (processes "
+                            "in parallel on a loaded machine); `report` merges the caches of one set")
     report_cmd = commands.add_parser("report", help="tune on the tuning halves and report both halves")
     report_cmd.add_argument("caches", nargs="+")
     report_cmd.add_argument("--out", type=Path, default=HERE / "fusion.json")

@@ -3,12 +3,17 @@
 The file has no published schema, is written asynchronously (it lags the hooks) and stores each content
 block of one API response as its own line, repeating `message.id`. Readers therefore consume complete
 lines only, from a byte watermark, and skip anything they do not recognise.
+
+The path comes from the hook's payload, so it is opened as untrusted: without blocking (a FIFO or a device
+would hang `open()` and, inside a write transaction, every other writer with it), and read only when it is a
+regular file, at most `MAX_TAIL_BYTES` at a time.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import stat
 from collections.abc import Iterable, Iterator
 from datetime import datetime
 
@@ -34,14 +39,21 @@ class AssistantText:
 def read_new_records(path: str, offset: int) -> tuple[list[dict[str, Any]], int]:
     """Parse the complete lines after `offset`; return them and the offset just past the last one."""
     try:
-        with open(path, "rb") as file:
-            size = os.fstat(file.fileno()).st_size
-            if offset > size:  # the file was replaced: start over
-                offset = 0
-            file.seek(offset)
-            data = file.read(min(size - offset, MAX_TAIL_BYTES))
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
     except OSError:
         return [], offset
+    try:
+        status = os.fstat(fd)
+        if not stat.S_ISREG(status.st_mode):
+            return [], offset  # a FIFO, socket or device is no transcript: never wait on one
+        size = status.st_size
+        if offset > size:  # the file was replaced: start over
+            offset = 0
+        data = os.pread(fd, min(size - offset, MAX_TAIL_BYTES), offset)
+    except OSError:
+        return [], offset
+    finally:
+        os.close(fd)
     end = data.rfind(b"\n") + 1
     return list(_parse_lines(data[:end])), offset + end
 

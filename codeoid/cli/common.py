@@ -51,6 +51,22 @@ def workspace_scope(db: sqlite3.Connection, all_workspaces: bool) -> int | None:
     return found
 
 
+def session_id_of(db: sqlite3.Connection, ref: str, *, param_hint: str) -> str:
+    """The session `ref` names (an id, a unique prefix, a name or a backing Claude Code id); an unknown or ambiguous
+    one is a usage error (exit 2) in one sentence, never an empty listing."""
+    from codeoid.store.session_ref import UnknownSession, resolve_session
+
+    try:
+        return resolve_session(db, ref)
+    except UnknownSession as error:
+        raise click.BadParameter(str(error), param_hint=param_hint) from error
+
+
+def plural(count: int, noun: str) -> str:
+    """'1 turn', '2 turns', '0 turns'."""
+    return f"{count:,} {noun}" + ("" if count == 1 else "s")
+
+
 def format_time(stamp: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(stamp))
 

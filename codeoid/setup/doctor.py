@@ -10,15 +10,17 @@ from __future__ import annotations
 import os
 import platform
 import shutil
+import sqlite3
 import stat
 import subprocess
 import sys
+from contextlib import closing
 from importlib import metadata
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
 from codeoid import paths
-from codeoid.capture import spool
+from codeoid.capture import loss_ring, spool
 from codeoid.paths import DIR_MODE, FILE_MODE
 from codeoid.setup.claude_files import (
     ClaudeFiles,
@@ -49,7 +51,7 @@ class Finding(NamedTuple):
 
 
 def doctor_report(home: Path | None = None, project_dir: Path | None = None) -> list[Finding]:
-    """Every check, in the order a reader wants them: route, versions, permissions, backlog."""
+    """Every check, in the order a reader wants them: route, versions, permissions, rule files, backlog."""
     home = (home or Path.home()).absolute()
     project = (project_dir or Path.cwd()).resolve()
     data_dir = Path(paths.data_dir_location())
@@ -57,8 +59,24 @@ def doctor_report(home: Path | None = None, project_dir: Path | None = None) -> 
         *_route_findings(locate_claude_files(home), project, data_dir),
         *_version_findings(),
         *_permission_findings(data_dir),
+        *_rule_file_findings(home, project),
         *_backlog_findings(data_dir),
+        *_loss_findings(data_dir),
+        *_size_findings(data_dir),
+        *_missed_compression_findings(data_dir),
     ]
+
+
+def _rule_file_findings(home: Path, project: Path) -> list[Finding]:
+    """A user or project rule file that cannot be used is skipped whole by codeoid-compress: name it, with its
+    line. Read afresh, without the rule cache."""
+    from codeoid.compressors.loader import load_rules
+
+    config = os.environ.get("XDG_CONFIG_HOME") or str(home / ".config")
+    rules = load_rules(project_dir=project, user_dir=Path(config) / "codeoid" / "rules")
+    return [Finding("fail", f"Rule file {error} — codeoid skips this file (the built-in rules and your other "
+                            "rules still apply): fix it, then run `codeoid doctor` again.")
+            for error in rules.errors]
 
 
 def _route_findings(files: ClaudeFiles, project: Path, data_dir: Path) -> list[Finding]:
@@ -348,6 +366,48 @@ def _modes_under(root: Path) -> list[tuple[Path, int, int]]:
     return found
 
 
+def _size_findings(data_dir: Path) -> list[Finding]:
+    """What the data dir holds, by kind, against its disk budget (`codeoid gc` brings it under)."""
+    from codeoid.store import retention
+
+    sizes = retention.file_sizes(str(data_dir))
+    if not sizes:
+        return []
+    parts = {}
+    database = data_dir / "store.db"
+    if database.exists():
+        try:
+            with closing(sqlite3.connect(f"file:{database}?mode=ro", uri=True)) as db:
+                parts = retention.store_breakdown(db)
+        except sqlite3.Error:
+            parts = {}
+    total = sum(sizes.values())
+    store = ", ".join(f"{name} {_mb(size)}" for name, size in sorted(parts.items(), key=lambda item: -item[1]))
+    kinds = ", ".join(f"{kind} {_mb(size)}" for kind, size in sorted(sizes.items(), key=lambda item: -item[1]))
+    try:
+        budget = retention.disk_budget()
+    except retention.RetentionConfigError as error:
+        return [Finding("fail", f"The disk budget cannot be read: {error}.")]
+    sentence = f"The data dir holds {_mb(total)} of a {_mb(budget)} budget: {kinds}" + (
+        f" (store: {store})" if store else "") + "."
+    if total > budget:
+        return [Finding("warn", sentence + " Over budget: `codeoid gc --apply` brings it under.")]
+    return [Finding("info", sentence)]
+
+
+def _mb(size: int) -> str:
+    return f"{size / 1024**2:,.1f} MB"
+
+
+def _loss_findings(data_dir: Path) -> list[Finding]:
+    """Events lost because not even the spool could be written (a full disk), as the loss ring counted them."""
+    count, lines = loss_ring.losses(str(data_dir / "logs" / "lost.ring"))
+    if not count:
+        return [Finding("ok", "No event has been lost.")]
+    return [Finding("fail", f"{count} event(s) were lost because the disk was full and not even the spool could "
+                            f"take them; the last: {lines[-1] if lines else 'unknown'}. Free space under {data_dir}.")]
+
+
 def _backlog_findings(data_dir: Path) -> list[Finding]:
     """Events waiting in the spool and databases moved aside as corrupt."""
     findings: list[Finding] = []
@@ -384,6 +444,21 @@ def _backlog_findings(data_dir: Path) -> list[Finding]:
             )
         )
     return findings
+
+
+def _missed_compression_findings(data_dir: Path) -> list[Finding]:
+    """A pointer to `codeoid discover` when much of the Bash output stored reached the window uncompressed."""
+    database = data_dir / "store.db"
+    if not database.is_file():
+        return []
+    from codeoid.store import ledger
+
+    try:
+        with closing(sqlite3.connect(f"{database.as_uri()}?mode=ro", uri=True, timeout=1)) as db:
+            hint = ledger.missed_hint(*ledger.missed(db))
+    except sqlite3.Error:
+        return []  # a busy or damaged store is reported by the checks that own it
+    return [Finding("info", hint)] if hint else []
 
 
 def _is_executable(path: str | None) -> bool:

@@ -2,7 +2,7 @@
 what was said around it.
 
 A question rarely repeats the words of the one turn that answers it: "which library did we pick for retries" is
-answered by "let's use tenacity", whose neighbours say "retries". `episodes_context` (migration m009) holds one
+answered by "let's use tenacity", whose neighbours say "retries". `episodes_context` (migration m010) holds one
 row per episode, rowid = episode id, in four columns weighted at query time: `self` is the episode itself (input
 and text, whole), `near` the turns just before and after it, `mid` those two away, `far` three away. The issue's
 experiment kept the episode in `near`; a column of its own lets an episode that holds every word of the question
@@ -59,6 +59,14 @@ def catch_up(db: sqlite3.Connection, *, batch: int = 500) -> int:
                 db.execute("UPDATE context_progress SET indexed_upto = ?", (fresh[-1],))
     except StoreUnavailable:
         return built
+
+
+def rebuild_around(db: sqlite3.Connection, ids: list[int]) -> None:
+    """Rebuild the rows of `ids` and their neighbours now, inside the caller's write transaction (forgetting an
+    episode must not leave its words in the rows around it until the next search)."""
+    if ids:
+        db.executemany("DELETE FROM context_dirty WHERE episode_id = ?", [(i,) for i in ids])
+        _rebuild(db, _with_neighbours(db, ids, before=REACH, after=REACH))
 
 
 def _behind(db: sqlite3.Connection) -> bool:

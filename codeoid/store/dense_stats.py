@@ -1,4 +1,4 @@
-"""The running sums behind the vector index's corpus statistics (table `dense_stats`, migration m009).
+"""The running sums behind the vector index's corpus statistics (table `dense_stats`, migration m010).
 
 Recall standardises a cosine by the corpus it came from (`codeoid.memory.corpus_stats`): that needs the mean
 embedding and the covariance of one collection, which the indexer keeps current by adding each batch's

@@ -337,9 +337,26 @@ def m008_retraction(db: sqlite3.Connection) -> None:
     )
 
 
+@migration
+def m009_retention(db: sqlite3.Connection) -> None:
+    """What retention and forgetting need (`codeoid.store.retention`): when a raw output's bytes were dropped to
+    keep the data dir under its budget (its metadata stays), when an episode's vectors were dropped for the same
+    reason, and when an episode was forgotten (its row stays as a tombstone, its content is gone). Raw chunks
+    written from now on may be zstd-compressed (`codec`); the ones already stored stay as they are (NULL: plain).
+    """
+    run_script(
+        db,
+        """
+        ALTER TABLE raw_outputs ADD COLUMN expired_at REAL;
+        ALTER TABLE raw_chunks ADD COLUMN codec TEXT;
+        ALTER TABLE episodes ADD COLUMN vectors_expired_at REAL;
+        ALTER TABLE episodes ADD COLUMN forgotten_at REAL;
+        """,
+    )
+
 
 @migration
-def m009_context_index(db: sqlite3.Connection) -> None:
+def m010_context_index(db: sqlite3.Connection) -> None:
     """Each episode indexed with its session neighbours (`codeoid.store.context_index`), and the corpus statistics
     of the vector index's embeddings that recall standardises cosines with.
 

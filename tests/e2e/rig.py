@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
+import sqlite3
 import subprocess
 import sys
-import time
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -307,7 +308,7 @@ class ClaudeRig:
                 continue
         return None
 
-    def wait_for_state(self, predicate: Any, *, timeout: float = 30) -> dict[str, Any]:
+    def wait_for_state(self, predicate: Any, *, timeout: float = 60) -> dict[str, Any]:
         """Wait until the supervisor's state satisfies `predicate(state)`; returns that state."""
         def matching() -> dict[str, Any] | None:
             state = self.supervisor_state()
@@ -326,6 +327,17 @@ class ClaudeRig:
                 if process.environ().get(RIG_MARKER_VAR) != self.marker or process.status() == psutil.STATUS_ZOMBIE:
                     continue
                 if name is None or process.name() == name:
+                    found.append(process)
+            except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+                continue
+        return found
+
+    def own_processes_running(self, text: str) -> list[psutil.Process]:
+        """Running processes this rig started whose command line contains `text`."""
+        found = []
+        for process in self.own_processes():
+            try:
+                if any(text in arg for arg in process.cmdline()):
                     found.append(process)
             except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
                 continue
@@ -350,6 +362,17 @@ class ClaudeRig:
         for terminal in self._terminals:
             terminal.close()
         self.kill_own_processes()
+
+    def stored_prompts(self) -> list[str]:
+        """The user prompts codeoid has stored so far, oldest first (none before the store exists)."""
+        path = self.codeoid_home / "store.db"
+        if not path.exists():
+            return []
+        connection = sqlite3.connect(path)
+        try:
+            return [row[0] for row in connection.execute("SELECT text FROM episodes WHERE kind = 'user' ORDER BY id")]
+        finally:
+            connection.close()
 
     def codeoid_log(self, chars: int = 3000) -> str:
         """The tail of codeoid's own log, where a hook that stepped aside says why (for assertion messages)."""
@@ -383,12 +406,23 @@ MID_TURN_ANSWER = "Done, and the network tests were skipped."
 
 
 def type_a_prompt_mid_turn(rig: ClaudeRig, term: Terminal) -> None:
-    """In a fresh `codeoid run` TUI: ask for a slow Bash step, type `MID_TURN_PROMPT` while it runs, and return
-    once `MID_TURN_ANSWER` is on screen (Claude Code hands the second prompt to the model inside that turn)."""
+    """In a fresh `codeoid run` TUI: ask for a Bash step that runs until the test lets it end, type
+    `MID_TURN_PROMPT` while it runs, end it once Claude Code shows the prompt queued, and return once
+    `MID_TURN_ANSWER` is on screen (Claude Code hands the second prompt to the model inside that turn).
+
+    The step waits on a file, not a clock: however slow the machine, the prompt is queued while the step runs.
+    It only reads (a write would stop at a permission prompt), so the test finds it running by its command line."""
     term.wait_for("codeoid ctx", timeout=60)
-    rig.api.add(Reply([bash("sleep 8; echo slow-step-done", "the slow step")]), MID_TURN_ANSWER)
+    gate = rig.root / f"slow-step-may-end-{uuid.uuid4().hex}"
+    step = f"until [ -e {shlex.quote(str(gate))} ]; do sleep 0.1; done; echo slow-step-done"
+    rig.api.add(Reply([bash(step, "the slow step")]), MID_TURN_ANSWER)
     term.type_line("run the slow step")
-    wait_until(lambda: rig.api.main_requests, timeout=60, message="the first request")
-    time.sleep(2)  # the Bash call is running now
+    wait_until(lambda: rig.own_processes_running(gate.name), timeout=60, message="the slow step to start")
+    mark = term.mark()
     term.type_line(MID_TURN_PROMPT)
+    # Queued, and its UserPromptSubmit hook (codeoid's, which stores it) done: a prompt whose hook still runs when
+    # the step ends is not handed over with the step's result but sent as a turn of its own after the answer.
+    term.wait_for("Press up to edit queued messages", since=mark, timeout=60)
+    wait_until(lambda: rig.stored_prompts().count(MID_TURN_PROMPT), timeout=60, message="the queued prompt stored")
+    gate.touch()
     term.wait_for(MID_TURN_ANSWER, timeout=60)

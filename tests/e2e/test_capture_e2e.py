@@ -131,7 +131,7 @@ def test_a_prompt_typed_while_claude_works_is_stored_in_the_running_turn(rig: Cl
     def user_turns() -> list[tuple[int, str, str]]:
         return [(e["turn"], e["origin"], e["text"]) for e in stored_episodes(rig) if e["kind"] == "user"]
 
-    wait_until(lambda: len(user_turns()) >= 2, timeout=10, message="a second prompt in the store")
+    wait_until(lambda: len(user_turns()) >= 2, timeout=60, message="a second prompt in the store")
     users = user_turns()
     assert users == [(1, "user", "run the slow step"), (1, "user", MID_TURN_PROMPT)]
     rig.api.assert_script_consumed()

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -155,31 +156,60 @@ def run(launch: Launch, home: Path, extra_env: dict[str, str]) -> subprocess.Com
 
 
 def type_into_forked_session(argv: Sequence[str], env: Mapping[str, str], cwd: str, api: ScriptedAPI, ready: str,
-                             turns: Sequence[Turn] = TURNS, after_quit: str | None = None) -> RecordedRequest:
+                             turns: Sequence[Turn] = TURNS, after_quit: str | None = None,
+                             idle: str | None = None, ready_after_history: bool = False) -> RecordedRequest:
     """Start the interactive CLI, wait until it shows every forked prompt and then `ready`, type the new prompt,
     and wait for the scripted answer on screen; return the model request the prompt caused. With `after_quit`,
-    then quit as a user does (Ctrl-C twice) and wait for the program to exit showing that text."""
+    then quit as a user does (Ctrl-C, and again if the CLI asks) once the CLI's own record holds the answer and
+    `idle` (what the CLI shows when the turn is over) is on screen, and wait for the program to exit showing
+    that text. `ready_after_history`: the CLI hides its prompt while it loads the forked history (Gemini's
+    "Resuming session..."), and keys typed then are lost, so `ready` counts only once drawn after the history."""
     terminal = Terminal(argv, env=env, cwd=cwd)
     try:
         for turn in turns:
             terminal.wait_for(turn.user, timeout=TUI_TIMEOUT)
-        terminal.wait_for(ready, timeout=TUI_TIMEOUT)
-        time.sleep(1)  # the composer takes keys a moment after it is drawn
-        terminal.type_line(TYPED_PROMPT)
+        if ready_after_history:
+            terminal.wait_for(ready, after=turns[-1].user, timeout=TUI_TIMEOUT)
+        else:
+            terminal.wait_for(ready, timeout=TUI_TIMEOUT)
+        mark = terminal.mark()
+        terminal.type_line(TYPED_PROMPT, timeout=TUI_TIMEOUT)
         found = wait_until(lambda: api.model_requests, timeout=TUI_TIMEOUT, message=terminal.screen_text)
         assert isinstance(found, list)
-        terminal.wait_for(ANSWER, timeout=TUI_TIMEOUT)
+        terminal.wait_for(ANSWER, since=mark, timeout=TUI_TIMEOUT)
         if after_quit is not None:
-            time.sleep(1)
+            if idle is not None:
+                terminal.wait_for(idle, since=mark, timeout=TUI_TIMEOUT)
+            wait_until(lambda: recorded(Path(env["HOME"]), ANSWER), timeout=TUI_TIMEOUT,
+                       message="the answer in the CLI's own record")
             mark = terminal.mark()
-            terminal.write("\x03")
-            time.sleep(0.5)
-            terminal.write("\x03")
-            terminal.wait_exit(TUI_TIMEOUT)
-            terminal.wait_for(after_quit, since=mark, timeout=5)
+            quit_with_ctrl_c(terminal)
+            terminal.wait_for(after_quit, since=mark, timeout=TUI_TIMEOUT)
     finally:
         terminal.close()
     return found[0]
+
+
+def recorded(home: Path, text: str) -> bool:
+    """Whether the CLI's own record under `home` (Codex's rollout, Gemini's chat, both JSON lines) holds `text`."""
+    return any(text in path.read_text(errors="replace") for path in home.rglob("*.jsonl"))
+
+
+def quit_with_ctrl_c(terminal: Terminal) -> None:
+    """Ctrl-C as a user presses it: an idle Codex quits at once, Gemini asks for a second press within 3 s, which
+    goes once its request is on screen (not after a pause that a loaded machine may stretch past the 3 s)."""
+    mark = terminal.mark()
+    terminal.write("\x03")
+    again = re.compile(r"againto(exit|quit)", re.IGNORECASE)
+
+    def screen() -> str:
+        return re.sub(r"\s+", "", terminal.screen_text(mark))
+
+    wait_until(lambda: not terminal.alive() or again.search(screen()), timeout=TUI_TIMEOUT,
+               message=lambda: f"the CLI to quit or ask again; screen: {screen()[-2000:]}")
+    if terminal.alive():
+        terminal.write("\x03")
+    terminal.wait_exit(TUI_TIMEOUT)
 
 
 # -- Codex -------------------------------------------------------------------------------------------------------
@@ -437,7 +467,7 @@ def test_interactive_gemini_shows_the_forked_conversation_and_sends_it_with_the_
 
     launch = gemini.prepare(TURNS, cwd=workspace, mcp=mcp, home=tmp_path, binary=gemini_bin)
     request = type_into_forked_session(launch.argv, launch_env(launch, tmp_path, gemini_env), str(launch.cwd),
-                                       fake_gemini, ready="Type your message")
+                                       fake_gemini, ready="Type your message", ready_after_history=True)
     assert_gemini_history(request, TYPED_PROMPT)
 
 
@@ -541,7 +571,9 @@ def test_a_shell_command_that_fails_in_a_codex_fork_is_stored_as_failed(
     assert done.returncode == 0, done.stderr[-3000:]
     tools = [row for row in fork_episodes("on-codex") if row[1] == "tool"]
     assert [(name, is_error) for _, _, name, _, is_error in tools] == [("exec_command", 1), ("exec_command", 0)]
-    assert "Process exited with code 3" in tools[0][3] and tools[0][3].endswith("out\nerr\n")
+    # Codex merges the command's stdout and stderr as they arrive: both lines are promised, their order is not.
+    report, _, output = tools[0][3].partition("Output:\n")
+    assert "Process exited with code 3" in report and sorted(output.splitlines()) == ["err", "out"]
 
 
 def test_codeoid_fork_onto_gemini_sends_the_parents_turns_and_recalls_its_memory(
@@ -589,7 +621,9 @@ def test_codeoid_fork_starts_the_cli_itself_on_the_forked_conversation_by_defaul
     argv = [CODEOID, "fork", "durable-1", "--backend", backend, "--name", f"tui-{backend}"]
     sent = type_into_forked_session(argv, {**os.environ, "HOME": str(tmp_path), "TERM": "xterm-256color",
                                            "CODEOID_VECTOR": "off", **env}, str(project), api, ready, turns,
-                                    after_quit=f"Stored 2 new episodes from {backend}'s record")
+                                    after_quit=f"Stored 2 new episodes from {backend}'s record",
+                                    idle="Worked for" if backend == "codex" else None,
+                                    ready_after_history=backend == "gemini")
     assert_fork_turn_stored(f"tui-{backend}", TYPED_PROMPT, recall=False)
     if backend == "codex":
         shown = next(item for item in input_items(sent) if item.get("role") == "user")["content"][0]["text"]

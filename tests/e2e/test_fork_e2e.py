@@ -193,7 +193,7 @@ def test_fork_starts_interactively_under_the_supervisor_by_default(rig: ClaudeRi
 def test_fork_carries_a_prompt_typed_mid_turn_after_the_result_it_came_with(rig: ClaudeRig) -> None:
     rig.install_codeoid()
     type_a_prompt_mid_turn(rig, rig.supervise())
-    wait_until(lambda: rows(rig, "SELECT 1 FROM episodes WHERE kind = 'assistant'"), timeout=10,
+    wait_until(lambda: rows(rig, "SELECT 1 FROM episodes WHERE kind = 'assistant'"), timeout=60,
                message="the turn's answer in the store")
     parent_id = rows(rig, "SELECT id FROM sessions")[0]["id"]
 

@@ -87,16 +87,21 @@ class Terminal:
         """Everything written since `since`, escape sequences removed (cursor moves become nothing)."""
         return _ESCAPES.sub("", self.output[since:].decode("utf-8", "replace"))
 
-    def wait_for(self, pattern: str | re.Pattern[str], *, timeout: float = 30, since: int = 0) -> re.Match[str]:
-        """Wait until `pattern` appears in the screen text.
+    def wait_for(self, pattern: str | re.Pattern[str], *, timeout: float = 60, since: int = 0,
+                 after: str | None = None) -> re.Match[str]:
+        """Wait until `pattern` appears in the screen text (with `after`: drawn after that text was).
 
         A literal string is matched with all whitespace ignored on both sides, because the TUI positions words
         with cursor moves rather than spaces; a compiled regex is matched against the text as it is.
         """
         if isinstance(pattern, re.Pattern):
+            assert after is None, "`after` goes with a literal pattern"
             regex, squeeze = pattern, False
         else:
-            regex, squeeze = re.compile(re.escape(_WHITESPACE.sub("", pattern))), True
+            literal = re.escape(_WHITESPACE.sub("", pattern))
+            if after is not None:
+                literal = re.escape(_WHITESPACE.sub("", after)) + ".*?" + literal
+            regex, squeeze = re.compile(literal, re.DOTALL), True
         deadline = time.monotonic() + timeout
         while True:
             text = self.screen_text(since)
@@ -119,10 +124,18 @@ class Terminal:
             written = os.write(self.fd, payload)
             payload = payload[written:]
 
-    def type_line(self, text: str, *, settle: float = 0.3) -> None:
-        """Type `text`, let the TUI take it in, then press Enter (a separate keystroke, not part of a paste)."""
+    def type_line(self, text: str, *, timeout: float = 60, gap: float = 0.3) -> None:
+        """Type `text`, wait until the TUI has taken it in (it shows it), then press Enter as a keystroke of its own.
+
+        Waiting for the echo is the synchronisation: a fixed pause is not, since a starved TUI may read the text
+        and the Enter together, take them for a paste and insert a newline instead of sending. `gap` is not a wait
+        for anything: Codex and Gemini take an Enter that follows the last character by less than about 120 ms
+        (by their own clock, which runs on from the echo) for part of a paste, so a person's keystroke gap is kept.
+        """
+        mark = self.mark()
         self.write(text)
-        time.sleep(settle)
+        self.wait_for(text, since=mark, timeout=timeout)
+        time.sleep(gap)
         self.write("\r")
 
     def resize(self, rows: int, cols: int) -> None:
@@ -143,7 +156,7 @@ class Terminal:
         self._exit_status = os.waitstatus_to_exitcode(status)
         return False
 
-    def wait_exit(self, timeout: float = 30) -> int:
+    def wait_exit(self, timeout: float = 60) -> int:
         """The program's exit code (negative: killed by that signal)."""
         deadline = time.monotonic() + timeout
         while self.alive():
@@ -173,7 +186,7 @@ class Terminal:
             pass
 
 
-def wait_until(condition: Callable[[], object], *, timeout: float = 30, interval: float = 0.1,
+def wait_until(condition: Callable[[], object], *, timeout: float = 60, interval: float = 0.1,
                message: str | Callable[[], str] = "condition") -> object:
     """Poll `condition` until it returns something truthy; that value is returned."""
     deadline = time.monotonic() + timeout
