@@ -64,6 +64,8 @@ def test_a_turn_is_found_by_the_words_of_its_neighbours(store: sqlite3.Connectio
 
 def test_the_episode_itself_outranks_a_neighbour_that_quotes_it(store: sqlite3.Connection, project: Path) -> None:
     owner = _owner(store, project)
+    for n in range(10):
+        _say(store, owner, "user", f"an unrelated question about the parser, number {n}", float(n))
     with db.write_transaction(store):
         failing = capture.add_tool_call(
             store, owner, tool_name="Bash", tool_use_id="t1", tool_input={"command": "pytest"}, agent_id=None,
@@ -71,6 +73,10 @@ def test_the_episode_itself_outranks_a_neighbour_that_quotes_it(store: sqlite3.C
             error=None, now=10.0)
     _say(store, owner, "assistant", "Retried it.", 11.0)
     assert _found(store, "database is locked")[0] == failing
+    # With the episode weighted as its nearest neighbours (the recipe), the short reply wins: why not.
+    rows, _ = queries.search_context(store, "database is locked", workspace_id=None, limit=3,
+                                     columns=(1.0, 1.0, 0.5, 0.25))
+    assert rows[0]["id"] == failing + 1
     row = store.execute("SELECT near FROM episodes_context WHERE rowid = ?", (failing + 1,)).fetchone()
     assert len(row[0]) < context_index.NEIGHBOUR_TOOL_CHARS + 100  # a neighbour's output is only a glimpse
 

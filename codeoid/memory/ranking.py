@@ -37,8 +37,10 @@ class RecallWeights:
     candidates: int = 50  # taken from each signal before fusing
     role: float = 0.0  # z-score fusion: bonus for an episode of the role the query names ("you said", "the output")
     zscore: int = 1  # 1: `fuse_z`; 0: reciprocal rank fusion (`fuse`)
-    # BM25 column weights over an episode and its session neighbours (`codeoid.store.context_index`)
-    bm25_self: float = 1.0
+    # BM25 column weights over an episode and its session neighbours (`codeoid.store.context_index`): the episode
+    # itself four times its nearest neighbours, or a long failing run loses to the short turn after it that
+    # quotes its first line (BM25 normalises by each column's length).
+    bm25_self: float = 4.0
     bm25_near: float = 1.0
     bm25_mid: float = 0.5
     bm25_far: float = 0.25

@@ -24,7 +24,7 @@ import time
 from collections.abc import Iterable
 
 REACH = 3  # neighbours on each side
-WEIGHTS = (1.0, 1.0, 0.5, 0.25)  # bm25() column weights: self, near, mid, far (see `search`)
+WEIGHTS = (4.0, 1.0, 0.5, 0.25)  # bm25() column weights: self, near, mid, far (see `search`)
 NEIGHBOUR_CHARS = 1000
 NEIGHBOUR_TOOL_CHARS = 150
 # Episodes that never count as anyone's neighbour: codeoid's own tool results and rotation seeds are copies of
