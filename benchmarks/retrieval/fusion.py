@@ -337,7 +337,7 @@ def report(args: argparse.Namespace) -> None:
         for half in ("tune", "heldout"):
             print(f"\n{state['set']} {half} ({found[half]['questions']} questions), re-fused = recall_ranked on "
                   f"{state['agree'][0]}/{state['agree'][1]}")
-            print(markdown({k: v for k, v in found[half].items() if isinstance(v, dict) and "MRR" in v}))
+            print(markdown({k: v for k, v in found[half].items() if isinstance(v, dict) and "R@1" in v}))
             for key, value in found[half].items():
                 if key.startswith("by style"):
                     print(f"{key}: " + "; ".join(f"{n} MRR {v['MRR']['value']:.3f} [{v['MRR']['low']:.2f}, "
