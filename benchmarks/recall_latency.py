@@ -77,8 +77,11 @@ def fill_store(count: int, lines: list[str]) -> tuple[Any, int]:
                                   "interrupted": False},
                         error=None, agent_id=None, now=now,
                     )
+    began = time.perf_counter()
     while queries.catch_up_fts(memory.db, batch=5000):
         pass
+    print(f"FTS and neighbour index of {count:,} episodes built in {time.perf_counter() - began:.1f} s",
+          file=sys.stderr)
     return memory, memory.db.execute("SELECT max(id) FROM episodes").fetchone()[0]
 
 
@@ -86,7 +89,7 @@ def fill_vectors(memory: Any, newest: int) -> None:
     """One unit vector per episode in the workspace's collection, and the watermark that says they are there."""
     import chromadb
 
-    from codeoid.memory import chroma_server
+    from codeoid.memory import chroma_server, corpus_stats
     from codeoid.memory.embedding import default_embedder
     from codeoid.memory.vector_index import Chunk, VectorIndex, collection_name, workspace_index_id
     from codeoid.store import queries
@@ -109,6 +112,7 @@ def fill_vectors(memory: Any, newest: int) -> None:
                           documents=[f"episode {i}" for i in ids],
                           metadatas=[{"store": store, "episode_id": i, "chunk": 0, "start_line": 1, "end_line": 1}
                                      for i in ids])
+        corpus_stats.add(memory.db, workspace, block.tolist())  # as the indexer keeps them
     memory.db.execute("UPDATE vector_progress SET indexed_upto = ?, claimed_upto = ?", (newest, newest))
 
 

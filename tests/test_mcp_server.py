@@ -187,12 +187,15 @@ def test_recall_returns_compact_hits_with_their_fields_and_the_lines_that_matche
     prompt = memory.user(owner, "why does the flux capacitor overheat?")
     run = memory.bash(owner, "pytest tests/test_flux.py", "FAILED tests/test_flux.py::test_capacitor - "
                                                            "OverheatError: 1.21 gigawatts\n1 failed in 0.12s")
-    memory.assistant(owner, "The lunch menu has soup today.")
+    lunch = memory.assistant(owner, "The lunch menu has soup today.")
 
     found = call(memory, "recall", query="flux capacitor overheat")
 
     assert not found.is_error, found
-    assert set(episode_ids(found.text)) == {prompt, run}
+    # The episodes holding the words come first; the turn after them matches only through its neighbours (BM25
+    # indexes each episode with its session neighbours), so it may follow, never ahead of them.
+    assert set(episode_ids(found.text)[:2]) == {prompt, run}
+    assert episode_ids(found.text)[2:] in ([], [lunch])
     assert "\n1: FAILED tests/test_flux.py::test_capacitor - OverheatError: 1.21 gigawatts\n2- 1 failed in 0.12s" in (
         found.text)
     assert "\n1: why does the flux capacitor overheat?" in found.text
@@ -202,7 +205,6 @@ def test_recall_returns_compact_hits_with_their_fields_and_the_lines_that_matche
     assert f"session {owner.session_id[:8]} turn 1" in header and "2 lines, 91 bytes, ~31 tokens" in header
     assert f'line 1 holds query words (context around them below; best: get_episode("{run}", lines="1-2"))' in (
         found.text)
-    assert "lunch menu" not in found.text
 
 
 def test_recall_finds_archived_episodes_and_never_retracted_ones(memory: Memory) -> None:

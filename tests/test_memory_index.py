@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import numpy as np
 import pytest
 from conftest import executable
 from mcp.client.session import ClientSession
@@ -29,7 +30,7 @@ from test_mcp_server import SERVER, Memory, call, episode_ids, git_project
 from codeoid.memory import chroma_server, retrieval
 from codeoid.memory.indexer import Indexer, IndexerSettings
 from codeoid.memory.vector_index import Chunk, Hit, VectorIndex, workspace_index_id
-from codeoid.store import identity, queries, retraction, vector_progress
+from codeoid.store import dense_stats, identity, queries, retraction, vector_progress
 
 pytestmark = pytest.mark.slow
 
@@ -103,6 +104,11 @@ def test_a_fresh_process_recalls_what_another_indexed_with_privacy_chunks_and_re
     assert "[secret:aws-access-key]" in documents and "rk_live_zzz" not in documents
     long_chunks = [hit for hit in hits if hit.episode_id == ids["long"]]
     assert len(long_chunks) > 5 and max(hit.end_line for hit in long_chunks) == 600
+    # The indexer keeps the sums behind the corpus statistics recall standardises cosines with: one vector a chunk.
+    sums = dense_stats.load(memory.db, workspace_of(memory))
+    assert sums is not None and sums.vectors == len(hits)
+    mean = np.frombuffer(sums.total, dtype=np.float64) / sums.vectors
+    assert sums.dimension == len(mean) == 384 and 0.1 < float(np.linalg.norm(mean)) < 1.0  # unit vectors' mean
 
     # A later line of a long tool result is found through its own chunk.
     found = index.query("undefined reference to zlib_inflate_fast", workspace_of(memory), n=1)[0]

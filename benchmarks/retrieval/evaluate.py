@@ -11,8 +11,9 @@ intervals come from a seeded bootstrap over questions.
 
 BM25 variants: porter stemming off is measured on a copy of the store whose FTS table is rebuilt with the
 unicode61 tokenizer alone; stop words kept, by emptying `queries.STOP_WORDS` while those questions run.
-`--tune` searches fusion weights by re-fusing cached candidate lists (`ranking.fuse`, as `recall_ranked`
-does) on the tuning half only; the table is always the held-out half.
+`--tune` searches reciprocal-rank-fusion weights by re-fusing cached candidate lists (`ranking.fuse`, as
+`recall_ranked` does with `zscore=0`) on the tuning half only; the table is always the held-out half. The z-score
+fusion recall ships now is compared and tuned on both sets by `fusion.py`.
 
     .venv/bin/python benchmarks/retrieval/evaluate.py [--tune] [--cache candidates.json] [--from-cache ...]
 """
@@ -47,7 +48,8 @@ DEPTH = 10
 RESAMPLES = 1000
 SEED = 7
 # The fusion defaults before this benchmark tuned them, kept for the comparison.
-PREVIOUS_DEFAULTS = RecallWeights(dense=1.0, path=0.5, rrf_k=60.0)
+PREVIOUS_DEFAULTS = RecallWeights(dense=1.0, path=0.5, rrf_k=60.0, zscore=0)
+RRF = RecallWeights(zscore=0)  # reciprocal rank fusion with its tuned weights, what `refused` and `tune` re-fuse
 BM25_ALONE = RecallWeights(dense=0.0)
 DENSE_ALONE = RecallWeights(bm25=0.0, recency=0.0, path=0.0)
 GRID: dict[str, tuple[float, ...]] = {
@@ -220,7 +222,7 @@ def tune(questions: Sequence[dict[str, Any]], cached: dict[str, Candidates], ids
     for values in itertools.product(*(GRID[name] for name in names)):
         chosen: dict[str, Any] = dict(zip(names, values, strict=True))
         chosen["candidates"] = int(chosen["candidates"])
-        weights = dataclasses.replace(RecallWeights(), **chosen)
+        weights = dataclasses.replace(RRF, **chosen)
         ranks = [answer_rank(refused(cached[q["id"]], q["question"], weights, now), (ids[k] for k in q["answers"]))
                  for q in questions]
         results.append((scores(ranks)["MRR"], weights))
@@ -287,6 +289,7 @@ def run(args: argparse.Namespace, questions: list[dict[str, Any]], tuning: list[
             "BM25 alone": recall_ranker(db, workspace_id, BM25_ALONE),
             "dense alone": recall_ranker(db, workspace_id, DENSE_ALONE),
             "fused (defaults)": recall_ranker(db, workspace_id, RecallWeights()),
+            "fused (RRF)": recall_ranker(db, workspace_id, RRF),
             "fused (previous defaults)": recall_ranker(db, workspace_id, PREVIOUS_DEFAULTS),
         }
         ranks = {name: ranks_of(rank, questions, ids) for name, rank in configs.items()}
@@ -300,8 +303,8 @@ def run(args: argparse.Namespace, questions: list[dict[str, Any]], tuning: list[
                 recall_ranker(nostem, workspace_id, BM25_ALONE), questions, ids)
         cached = {q["id"]: candidates_of(db, workspace_id, q["question"], int(max(GRID["candidates"])))
                   for q in questions}
-        check = [refused(cached[q["id"]], q["question"], RecallWeights(), time.time()) for q in questions]
-        agree = sum(a == b for a, b in zip(check, (configs["fused (defaults)"](q["question"]) for q in questions),
+        check = [refused(cached[q["id"]], q["question"], RRF, time.time()) for q in questions]
+        agree = sum(a == b for a, b in zip(check, (configs["fused (RRF)"](q["question"]) for q in questions),
                                            strict=True))
         print(f"re-fused cached candidates match recall_ranked on {agree}/{len(questions)} questions", flush=True)
         if args.cache:
@@ -323,7 +326,7 @@ def report_tuning(tuning: list[dict[str, Any]], heldout: list[dict[str, Any]], c
     """Tune on the tuning half; print the best weights and both halves for them and the defaults. Return the
     best weights when they beat the defaults on the tuning half."""
     results = tune(tuning, cached, ids, now)
-    defaults = RecallWeights()
+    defaults = RRF
     default_mrr = scores([answer_rank(refused(cached[q["id"]], q["question"], defaults, now),
                                       (ids[k] for k in q["answers"])) for q in tuning])["MRR"]
     best_mrr, best = results[0]

@@ -22,11 +22,11 @@ import os
 import sqlite3
 import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from codeoid.log import log
-from codeoid.memory import chunking, privacy
+from codeoid.memory import chunking, corpus_stats, privacy
 from codeoid.memory.embedding import Embedder, default_embedder
 from codeoid.memory.vector_index import Chunk, VectorIndex, VectorIndexUnavailable, workspace_index_id
 from codeoid.store import db as store_db
@@ -85,12 +85,16 @@ class Indexer:
                                             lease_seconds=self.settings.lease_seconds)
         if not batch:
             return batch if batch is None else 0
+        written: dict[str, list[Sequence[float]]] = {}
         try:
             for episode in batch:
                 if not self.indexable(episode):
                     continue
-                self._replace_chunks(episode)
+                workspace, vectors = self._replace_chunks(episode)
+                written.setdefault(workspace, []).extend(vectors)
                 vector_progress.renew_claim(self.db, self.owner)  # one long episode takes a while
+            for workspace, vectors in written.items():
+                corpus_stats.add(self.db, workspace, vectors)
         except BaseException:
             vector_progress.release_claim(self.db, self.owner)
             raise
@@ -147,10 +151,11 @@ class Indexer:
             max_chunks=self.settings.max_chunks, metadata=metadata,
         )
 
-    def _replace_chunks(self, episode: Row) -> None:
+    def _replace_chunks(self, episode: Row) -> tuple[str, list[Sequence[float]]]:
+        """Write the episode's chunks; its collection and the embeddings written."""
         workspace = workspace_index_id(episode["portable_id"], episode["key"])
         self.index.delete_episode(workspace, episode["id"])  # a redo may make fewer chunks than before
-        self.index.add_chunks(workspace, self.chunks(episode))
+        return workspace, self.index.add_chunks(workspace, self.chunks(episode))
 
     def _index_restored(self) -> None:
         """Episodes `codeoid restore` gave back after the watermark passed them (their chunks left the index when

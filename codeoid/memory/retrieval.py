@@ -52,7 +52,7 @@ def recall(db: sqlite3.Connection, query: str, *, workspace_id: int | None, limi
 
 def recall_ranked(db: sqlite3.Connection, query: str, *, workspace_id: int | None, limit: int = 6,
                   skip_live_of: str | None = None, weights: ranking.RecallWeights | None = None) -> Recalled:
-    """BM25 and vector candidates fused with recency and path overlap (`codeoid.memory.ranking`), best first.
+    """BM25 and vector candidates fused with recency, path and role bonuses (`codeoid.memory.ranking`), best first.
 
     Live and archived episodes of every session are candidates, retracted ones never; `skip_live_of` names
     the caller's backing session, whose live episodes are still in its window and so are left out.
@@ -64,28 +64,26 @@ def recall_ranked(db: sqlite3.Connection, query: str, *, workspace_id: int | Non
     """
     weights = weights or ranking.RecallWeights.from_env()
     pool = max(limit, weights.candidates)
-    lexical = queries.search_bm25(db, query, workspace_id=workspace_id, limit=pool, skip_live_of=skip_live_of,
-                                  exclude_origins=NOT_RECALLED_ORIGINS) if weights.bm25 else []
+    lexical, lexical_stats = _lexical_candidates(db, query, workspace_id, pool, skip_live_of, weights.columns()) \
+        if weights.bm25 else ([], queries.LexicalStats(0.0, 0.0, 0))
     if not weights.dense:  # BM25 alone, by choice: the ranking a fallback gives
         return Recalled(lexical[:limit], "BM25")
-    found, fallback = _dense_hits(db, query, workspace_id, pool)
-    if fallback is not None:
+    dense, fallback = _dense_candidates(db, query, workspace_id, pool)
+    if dense is None:
         return Recalled(lexical[:limit], "BM25", fallback)
     store = identity.store_id(db)
-    hits = [hit for hit in found if hit.store == store]
-    shared = _shared_hits(found[:limit], store, limit)
+    hits = [hit for hit in dense.hits if hit.store == store]
+    shared = _shared_hits(dense.hits[:limit], store, limit)
     by_id = {row["id"]: row for row in lexical}
     dense_ids = list(dict.fromkeys(hit.episode_id for hit in hits))
     by_id.update({episode_id: row for episode_id, row in queries.recallable_episodes(
         db, [i for i in dense_ids if i not in by_id], workspace_id=workspace_id, skip_live_of=skip_live_of,
         exclude_origins=NOT_RECALLED_ORIGINS).items()})
-    dense_ids = [episode_id for episode_id in dense_ids if episode_id in by_id]
     best_chunk: dict[int, Hit] = {}
     for hit in hits:
-        best_chunk.setdefault(hit.episode_id, hit)
-    fused = ranking.fuse([row["id"] for row in lexical], dense_ids,
-                         created_at={i: row["created_at"] for i, row in by_id.items()},
-                         paths={i: _json_list(row["paths"]) for i, row in by_id.items()}, query=query, weights=weights)
+        if hit.episode_id in by_id:
+            best_chunk.setdefault(hit.episode_id, hit)
+    fused = _fuse(query, weights, lexical, lexical_stats, pool, best_chunk, dense.standardiser, by_id)
     rows = []
     for episode_id, score in fused[:limit]:
         row = {**by_id[episode_id], "score": score}
@@ -94,6 +92,41 @@ def recall_ranked(db: sqlite3.Connection, query: str, *, workspace_id: int | Non
             row["matched_lines"] = (chunk.start_line, chunk.end_line)
         rows.append(row)
     return Recalled(rows, "BM25 + semantic", shared=shared)
+
+
+# Candidate generation and scores (owned by the ranking work of issue 13; the answer format lives elsewhere).
+
+def _lexical_candidates(db: sqlite3.Connection, query: str, workspace_id: int | None, pool: int,
+                        skip_live_of: str | None, columns: tuple[float, float, float, float]
+                        ) -> tuple[list[Row], queries.LexicalStats]:
+    """BM25 over each episode with its session neighbours (`codeoid.store.context_index`), best first."""
+    return queries.search_context(db, query, workspace_id=workspace_id, limit=pool, skip_live_of=skip_live_of,
+                                  exclude_origins=NOT_RECALLED_ORIGINS, columns=columns)
+
+
+@dataclass(frozen=True)
+class _Dense:
+    hits: list[Hit]
+    standardiser: tuple[float, float] | None  # (q.mu, sqrt(q' Sigma q)) from the corpus statistics, when known
+
+
+def _fuse(query: str, weights: ranking.RecallWeights, lexical: list[Row], lexical_stats: queries.LexicalStats,
+          pool: int, best_chunk: dict[int, Hit], standardiser: tuple[float, float] | None,
+          by_id: dict[int, Row]) -> list[tuple[int, float]]:
+    """The candidates of both signals in one ranking: z-score fusion by default, reciprocal rank fusion when
+    `zscore=0`."""
+    created_at = {i: row["created_at"] for i, row in by_id.items()}
+    paths = {i: _json_list(row["paths"]) for i, row in by_id.items()}
+    if not weights.zscore:
+        return ranking.fuse([row["id"] for row in lexical], list(best_chunk), created_at=created_at, paths=paths,
+                            query=query, weights=weights)
+    centre, spread = standardiser if standardiser is not None else (None, None)
+    return ranking.fuse_z(
+        ranking.LexicalCandidates({row["id"]: row["score"] for row in lexical}, lexical_stats.total,
+                                  lexical_stats.squares, lexical_stats.corpus, cut=len(lexical) >= pool),
+        ranking.DenseCandidates({i: 1.0 - hit.distance for i, hit in best_chunk.items()}, centre, spread),
+        created_at=created_at, paths=paths, kinds={i: row["kind"] for i, row in by_id.items()}, query=query,
+        weights=weights)
 
 
 def _shared_hits(nearest: list[Hit], store: str, limit: int) -> tuple[Hit, ...]:
@@ -122,29 +155,35 @@ def without_vectors(reason: str) -> Iterator[None]:
         _no_vectors.reset(token)
 
 
-def _dense_hits(db: sqlite3.Connection, query: str, workspace_id: int | None, n: int) -> tuple[list[Hit], str | None]:
-    """The nearest chunks of the workspace's collection, or why there are none to fuse."""
+def _dense_candidates(db: sqlite3.Connection, query: str, workspace_id: int | None, n: int
+                      ) -> tuple[_Dense | None, str | None]:
+    """The nearest chunks of the workspace's collection with the query's standardiser, or why there are none."""
     global _index
     if not ranking.vector_enabled():
-        return [], "semantic memory is off (CODEOID_VECTOR=off)"
+        return None, "semantic memory is off (CODEOID_VECTOR=off)"
     if (reason := _no_vectors.get()) is not None:
-        return [], reason
+        return None, reason
     if workspace_id is None:
-        return [], "semantic search covers one workspace at a time"
+        return None, "semantic search covers one workspace at a time"
     if vector_progress.progress(db).indexed_upto == 0 and chroma_server.remote_url() is None:
-        return [], "the vector index is still empty"
+        return None, "the vector index is still empty"
     ids = queries.workspace_ids(db, workspace_id)
     if ids is None:
-        return [], "the workspace is unknown"
+        return None, "the workspace is unknown"
+    from codeoid.memory import corpus_stats
     from codeoid.memory.vector_index import VectorIndex, VectorIndexUnavailable, workspace_index_id
 
     store = identity.store_id(db)
     if _index is None or _index.store != store:
         _index = VectorIndex(store=store)
+    collection = workspace_index_id(*ids)
     try:
-        return _index.query(query, workspace_index_id(*ids), n), None
+        vector = _index.embed([query])[0]
+        hits = _index.query(query, collection, n, embedding=vector)
     except VectorIndexUnavailable as error:
-        return [], f"the vector index is unreachable ({error})"
+        return None, f"the vector index is unreachable ({error})"
+    stats = corpus_stats.load(db, collection)
+    return _Dense(hits, stats.standardiser(vector) if stats is not None else None), None
 
 
 def caller_backing_session(db: sqlite3.Connection, *, parent_pid: int | None,

@@ -112,17 +112,20 @@ class VectorIndex:
         self._collections: dict[str, Collection] = {}
         self._queried: dict[str, chroma_query.Collection] = {}  # by collection name, for the REST query path
 
-    def add_chunks(self, workspace: str, chunks: Sequence[Chunk]) -> None:
-        """Embed and store `chunks`; chunks already there (same episode and number) are replaced.
+    def add_chunks(self, workspace: str, chunks: Sequence[Chunk]) -> list[Sequence[float]]:
+        """Embed and store `chunks`; chunks already there (same episode and number) are replaced. Returns the
+        embeddings (the indexer keeps the corpus statistics recall standardises cosines with).
 
         An episode re-chunked into fewer pieces keeps its old tail: call `delete_episode` first.
         """
         if not chunks:
-            return
+            return []
+        embeddings = self.embed([chunk.text for chunk in chunks])
 
         def add(collection: Collection) -> None:
             collection.upsert(
                 ids=[self._chunk_id(chunk.episode_id, chunk.number) for chunk in chunks],
+                embeddings=embeddings,
                 documents=[chunk.text for chunk in chunks],
                 metadatas=[{**chunk.metadata, "store": self.store, "episode_id": chunk.episode_id,
                             "chunk": chunk.number, "start_line": chunk.start_line, "end_line": chunk.end_line}
@@ -130,10 +133,20 @@ class VectorIndex:
             )
 
         self._with_collection(workspace, add, create=True)
+        return embeddings
 
-    def query(self, text: str, workspace: str, n: int = 10) -> list[Hit]:
-        """The `n` chunks of `workspace` nearest to `text`, nearest first (empty for an unknown workspace), of
-        every store that shares the collection: `hit.store` tells this store's from a teammate's.
+    def embed(self, texts: Sequence[str]) -> list[Sequence[float]]:
+        """`texts` embedded by the model every collection of this index is made with (recall standardises the
+        query's cosines with it before asking for the nearest chunks)."""
+        from codeoid.memory.embedding import default_embedder
+
+        return [list(map(float, vector)) for vector in default_embedder().embed(list(texts))]
+
+    def query(self, text: str, workspace: str, n: int = 10, *, embedding: Sequence[float] | None = None
+              ) -> list[Hit]:
+        """The `n` chunks of `workspace` nearest to `text` (or to its `embedding`, when the caller has it),
+        nearest first (empty for an unknown workspace), of every store that shares the collection: `hit.store`
+        tells this store's from a teammate's.
 
         Over Chroma's REST API with the standard library (`chroma_query`): no chromadb import, so a one-shot
         `codeoid search` does not pay for it. Reconnects once (restarting a local server) as `_call` does."""
@@ -150,7 +163,8 @@ class VectorIndex:
                 if collection is None:
                     return []
                 self._queried[name] = collection
-                found = chroma_query.nearest(url, collection, collection.embedder.embed([text])[0].tolist(), n)
+                vector = list(embedding) if embedding is not None else collection.embedder.embed([text])[0].tolist()
+                found = chroma_query.nearest(url, collection, vector, n)
                 if found is not None:
                     return [_hit(near.metadata, near.document, near.distance) for near in found]
                 failure = chroma_query.ChromaUnreachable(f"the collection {name} was replaced while querying it")

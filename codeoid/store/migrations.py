@@ -355,6 +355,49 @@ def m009_retention(db: sqlite3.Connection) -> None:
     )
 
 
+@migration
+def m010_context_index(db: sqlite3.Connection) -> None:
+    """Each episode indexed with its session neighbours (`codeoid.store.context_index`), and the corpus statistics
+    of the vector index's embeddings that recall standardises cosines with.
+
+    `episodes_context` holds, per episode, its own text and the neighbours before and after it in three more
+    columns by distance; `context_progress` is how far new episodes are in it (0 here: existing rows are built by
+    the first catch-up, in small transactions, never in this one, which may be a hook's). A neighbour's row changes
+    when an episode next to it is retracted, restored or edited (episodes are never deleted): triggers queue those
+    in `context_dirty`.
+    `dense_stats` keeps, per vector collection, the count, sum and sum of outer products of the embeddings the
+    indexer has written (float64 blobs), so a mean and covariance are always at hand.
+    """
+    run_script(
+        db,
+        """
+        CREATE VIRTUAL TABLE episodes_context USING fts5(self, near, mid, far, tokenize='porter unicode61');
+        CREATE TABLE context_progress (
+            id INTEGER PRIMARY KEY CHECK (id = 1),
+            indexed_upto INTEGER NOT NULL
+        );
+        INSERT INTO context_progress VALUES (1, 0);
+        CREATE TABLE context_dirty (episode_id INTEGER PRIMARY KEY);
+        CREATE TRIGGER episodes_context_state AFTER UPDATE OF state ON episodes
+        WHEN (old.state = 'retracted') != (new.state = 'retracted')
+             AND old.id <= (SELECT indexed_upto FROM context_progress) BEGIN
+            INSERT OR IGNORE INTO context_dirty VALUES (old.id);
+        END;
+        CREATE TRIGGER episodes_context_edit AFTER UPDATE OF input, text ON episodes
+        WHEN old.id <= (SELECT indexed_upto FROM context_progress) BEGIN
+            INSERT OR IGNORE INTO context_dirty VALUES (old.id);
+        END;
+        CREATE TABLE dense_stats (
+            collection TEXT PRIMARY KEY,       -- the vector collection's workspace key
+            dimension INTEGER NOT NULL,
+            count INTEGER NOT NULL,
+            total BLOB NOT NULL,               -- sum of the vectors, float64
+            outer_total BLOB NOT NULL          -- sum of their outer products, float64, row-major
+        );
+        """,
+    )
+
+
 def migrate(db: sqlite3.Connection, upto: str | None = None) -> list[str]:
     """Apply every migration not yet recorded (stopping after `upto` if given); return the names applied."""
     if _is_current(db, upto):

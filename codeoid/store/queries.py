@@ -9,9 +9,9 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
-from typing import Any
+from typing import Any, NamedTuple
 
-from codeoid.store import episode_text
+from codeoid.store import context_index, episode_text
 from codeoid.workspace import identify
 
 Row = dict[str, Any]
@@ -178,12 +178,14 @@ def _ensure_vocabulary(db: sqlite3.Connection) -> None:
 
 def catch_up_fts(db: sqlite3.Connection, *, batch: int = 200) -> int:
     """Index the episodes stored since the last catch-up (hooks leave FTS off their hot path); return how many.
+    The neighbour index (`codeoid.store.context_index`) is brought up to date first.
 
     Runs in small write transactions so a concurrent hook never waits long; if the store is busy the index
     simply stays behind until the next call.
     """
     from codeoid.store.db import StoreUnavailable, write_transaction
 
+    context_index.catch_up(db)
     indexed = 0
     behind = db.execute("SELECT (SELECT coalesce(max(id), 0) FROM episodes) > indexed_upto FROM fts_progress")
     if not behind.fetchone()[0]:
@@ -234,6 +236,38 @@ def search_bm25(db: sqlite3.Connection, query: str, *, workspace_id: int | None 
             ) AS ranked JOIN episodes e ON e.id = ranked.id ORDER BY ranked.score DESC""",
         (match, *params, limit),
     ))
+
+
+class LexicalStats(NamedTuple):
+    """What standardising one query's BM25 scores over the whole corpus needs: the sum and sum of squares of
+    every matching episode's score, and how many episodes the corpus holds (those that do not match score 0)."""
+
+    total: float
+    squares: float
+    corpus: int
+
+
+def search_context(db: sqlite3.Connection, query: str, *, workspace_id: int | None, limit: int,
+                   skip_live_of: str | None = None, exclude_origins: tuple[str, ...] = (),
+                   columns: tuple[float, float, float, float] = context_index.WEIGHTS
+                   ) -> tuple[list[Row], LexicalStats]:
+    """Episodes ranked by BM25 over their text with their session neighbours' (`codeoid.store.context_index`),
+    under the same rules as `search_bm25`, each row with its `score`; and the corpus-wide sums of the scores."""
+    catch_up_fts(db)
+    match = any_term_query(query, db)
+    filters, params = _recall_filters(SEARCHABLE_STATES, workspace_id, skip_live_of, exclude_origins)
+    if workspace_id is None:
+        corpus = int(db.execute("SELECT count(*) FROM episodes").fetchone()[0])
+    else:
+        corpus = int(db.execute("SELECT count(*) FROM episodes WHERE workspace_id = ?", (workspace_id,)).fetchone()[0])
+    if match is None:
+        return [], LexicalStats(0.0, 0.0, corpus)
+    ranked, (total, squares) = context_index.search(db, match, filters=filters, params=params, limit=limit,
+                                                     weights=columns)
+    rows = recallable_episodes(db, [episode_id for episode_id, _ in ranked], workspace_id=workspace_id,
+                               skip_live_of=skip_live_of, exclude_origins=exclude_origins)
+    return ([{**rows[episode_id], "score": score} for episode_id, score in ranked if episode_id in rows],
+            LexicalStats(total, squares, corpus))
 
 
 def open_backing_session(db: sqlite3.Connection, *, claude_pid: int | None = None,

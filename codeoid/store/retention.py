@@ -24,6 +24,7 @@ import tomllib
 from dataclasses import dataclass, field
 
 from codeoid import paths
+from codeoid.store import context_index
 from codeoid.store.db import write_transaction
 
 DEFAULT_BUDGET = 2 * 1024**3
@@ -264,11 +265,15 @@ def forget(db: sqlite3.Connection, episode_ids: list[int], *, vacuum: bool = Fal
                 (FORGOTTEN, now, episode_id))
             if episode_id <= claimed:
                 db.execute("INSERT OR IGNORE INTO vector_removals VALUES (?)", (episode_id,))
+        # The neighbour index holds copies of the text in the rows around each one: rebuilt now, not at the
+        # next search.
+        context_index.rebuild_around(db, [int(episode_id) for episode_id, _ in rows])
     notes: list[str] = []
     if rows:
         with write_transaction(db):
             # FTS5 deletes add tombstones to new segments; merging them all drops the old terms for good.
             db.execute("INSERT INTO episodes_fts(episodes_fts) VALUES ('optimize')")
+            db.execute("INSERT INTO episodes_context(episodes_context) VALUES ('optimize')")
     vacuumed = _vacuum(db, notes) if vacuum and rows else False
     if rows and not vacuumed:
         try:

@@ -86,11 +86,12 @@ def release_claim(db: sqlite3.Connection, owner: str) -> None:
 
 
 def reset(db: sqlite3.Connection) -> None:
-    """Start the index over from the first episode (`codeoid reindex`)."""
+    """Start the index over from the first episode (`codeoid reindex`), and its corpus statistics with it."""
     with write_transaction(db):
         db.execute("UPDATE vector_progress SET indexed_upto = 0, claimed_upto = 0, claimed_by = NULL,"
                    " claimed_at = NULL")
         db.execute("DELETE FROM vector_removals")
+        db.execute("DELETE FROM dense_stats")
 
 
 def pending_removals(db: sqlite3.Connection, *, limit: int = 200) -> list[Row]:
