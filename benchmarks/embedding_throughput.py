@@ -32,7 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
-from codeoid.embedding import MiniLMEmbedder
+from codeoid.memory.embedding import MiniLMEmbedder
 
 STDLIB = Path(os.__file__).parent
 CHUNK_TOKENS = 200
@@ -105,8 +105,8 @@ def query_latency(vectors: int, queries: int) -> dict[str, float]:
         os.environ.pop("CODEOID_CHROMA_URL", None)
         import chromadb
 
-        from codeoid import chroma_server
-        from codeoid.vector_index import Chunk, VectorIndex, collection_name
+        from codeoid.memory import chroma_server
+        from codeoid.memory.vector_index import Chunk, VectorIndex, collection_name
 
         try:
             workspace = "github.com/example/benchmark"

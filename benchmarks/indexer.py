@@ -33,8 +33,8 @@ def main() -> None:
 
         from test_mcp_server import Memory, git_project
 
-        from codeoid import chroma_server
-        from codeoid.indexer import Indexer, IndexerSettings
+        from codeoid.memory import chroma_server
+        from codeoid.memory.indexer import Indexer, IndexerSettings
         from codeoid.store import db as store_db
         from codeoid.store import vector_progress
 

@@ -86,11 +86,11 @@ def fill_vectors(memory: Any, newest: int) -> None:
     """One unit vector per episode in the workspace's collection, and the watermark that says they are there."""
     import chromadb
 
-    from codeoid import chroma_server
-    from codeoid.embedding import default_embedder
+    from codeoid.memory import chroma_server
+    from codeoid.memory.embedding import default_embedder
+    from codeoid.memory.vector_index import Chunk, VectorIndex, collection_name, workspace_index_id
     from codeoid.store import queries
     from codeoid.store.identity import store_id
-    from codeoid.vector_index import Chunk, VectorIndex, collection_name, workspace_index_id
 
     workspace_id = queries.workspace_id_for(memory.db, str(memory.project))
     workspace = workspace_index_id(*queries.workspace_ids(memory.db, workspace_id))
@@ -116,7 +116,7 @@ def measure(memory: Any, questions: list[str]) -> dict[str, float]:
     from mcp.client.stdio import StdioServerParameters, stdio_client
     from test_mcp_server import SERVER
 
-    from codeoid import chroma_server
+    from codeoid.memory import chroma_server
 
     async def session() -> dict[str, float]:
         params = StdioServerParameters(command=SERVER, cwd=str(memory.project),
@@ -163,7 +163,7 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as scratch:
             os.environ["CODEOID_HOME"] = os.path.join(scratch, "home")
             os.environ.pop("CODEOID_CHROMA_URL", None)
-            from codeoid import chroma_server
+            from codeoid.memory import chroma_server
 
             try:
                 began = time.perf_counter()

@@ -20,8 +20,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from codeoid.render import estimate_tokens  # noqa: E402
 from codeoid.rotation.seed import split_seeded  # noqa: E402
+from codeoid.text import estimate_tokens  # noqa: E402
 from tests.e2e.fake_anthropic import FakeAnthropic  # noqa: E402
 from tests.e2e.rig import ClaudeRig, find_claude  # noqa: E402
 from tests.e2e.test_rotation_e2e import filled, ready, small, turn  # noqa: E402

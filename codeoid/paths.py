@@ -74,7 +74,7 @@ def quarantine_dir() -> str:
 
 
 def open_private(path: str, flags: int) -> int:
-    """`os.open` that creates files 0600 regardless of umask."""
+    """`os.open` that creates files 0600 regardless of umask: the one way codeoid creates a file."""
     fd = os.open(path, flags, FILE_MODE)
     try:
         if os.fstat(fd).st_mode & 0o777 != FILE_MODE:
@@ -83,3 +83,24 @@ def open_private(path: str, flags: int) -> int:
         os.close(fd)
         raise
     return fd
+
+
+def write_private(path: str, data: bytes) -> None:
+    """Replace `path` with `data` atomically (a private temporary file renamed over it), created 0600.
+
+    For small files rebuilt on demand (caches, markers) that several processes may write at once: a reader sees
+    the old bytes or the new ones, never half of them, and never a file wider than 0600.
+    """
+    ensure_private_dir(os.path.dirname(path) or ".")
+    temporary = f"{path}.{os.getpid()}.tmp"
+    fd = open_private(temporary, os.O_CREAT | os.O_WRONLY | os.O_TRUNC)
+    try:
+        with os.fdopen(fd, "wb") as file:
+            file.write(data)
+        os.replace(temporary, path)
+    except BaseException:
+        try:
+            os.unlink(temporary)
+        except OSError:
+            pass
+        raise

@@ -33,6 +33,9 @@ def identify(directory: str) -> WorkspaceId:
             common = _common_dir_of_worktree(dot_git)
             if common is not None:
                 return _from_common_dir(common, candidate)
+            # Git itself stops at a `.git` file it cannot follow; a forged one must not borrow another
+            # repository's memory, nor may it send us on to a repository further up.
+            return WorkspaceId(key=candidate, root=candidate, portable_id=None)
         parent = os.path.dirname(candidate)
         if parent == candidate:
             return WorkspaceId(key=start, root=start, portable_id=None)
@@ -45,21 +48,37 @@ def _from_common_dir(common: str, top: str) -> WorkspaceId:
 
 
 def _common_dir_of_worktree(dot_git_file: str) -> str | None:
-    """A worktree's `.git` file says `gitdir: <repo>/.git/worktrees/<name>`; that dir names the common dir."""
-    try:
-        with open(dot_git_file, errors="replace") as file:
-            text = file.read().strip()
-    except OSError:
-        return None
-    if not text.startswith("gitdir:"):
+    """The common dir of the repository whose worktree this `.git` file is, or None when it is not one.
+
+    A worktree's `.git` file says `gitdir: <repo>/.git/worktrees/<name>`. Anyone can write such a file, so it
+    counts only when the repository names it back, as `git worktree add` leaves it: that directory holds a
+    `gitdir` file pointing at this very `.git` file and a `commondir` file, and it sits in the common dir's
+    `worktrees/`. Anything else (a forged pointer, a submodule's or `--separate-git-dir`'s private git dir)
+    is not a worktree of a shared repository.
+    """
+    text = _read_small(dot_git_file)
+    if text is None or not text.startswith("gitdir:"):
         return None
     git_dir = os.path.join(os.path.dirname(dot_git_file), text[len("gitdir:"):].strip())
+    back = _read_small(os.path.join(git_dir, "gitdir"))
+    common = _read_small(os.path.join(git_dir, "commondir"))
+    if not back or not common:
+        return None
+    if os.path.realpath(os.path.join(git_dir, back)) != os.path.realpath(dot_git_file):
+        return None
+    common_dir = os.path.realpath(os.path.join(git_dir, common))
+    if os.path.dirname(os.path.realpath(git_dir)) != os.path.join(common_dir, "worktrees"):
+        return None
+    return common_dir if os.path.isfile(os.path.join(common_dir, "HEAD")) else None
+
+
+def _read_small(path: str) -> str | None:
+    """A git pointer file's text, stripped; None when it cannot be read (only the first 4 KB are looked at)."""
     try:
-        with open(os.path.join(git_dir, "commondir")) as file:
-            common = file.read().strip()
+        with open(path, errors="replace") as file:
+            return file.read(4096).strip()
     except OSError:
-        return git_dir
-    return os.path.join(git_dir, common)
+        return None
 
 
 _REMOTE_SECTION = re.compile(r'^\s*\[remote "(?P<name>[^"]+)"\]|^\s*url\s*=\s*(?P<url>\S+)', re.MULTILINE)

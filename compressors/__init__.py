@@ -16,7 +16,9 @@ Parsing (`command.py`, tree-sitter-bash):
                                              `VAR=x`, `cd dir &&`, launchers (`python -m`, `npx`, `uv run`...)
 Rules (`rules.py`, `loader.py`):
     load_rules(*, project_dir=None, user_dir=None, cache_dir=None) -> RuleSet   never raises for a bad file
-    RuleSet.match(invocation) -> Rule | None,  RuleSet.for_command(command) -> Rule | None,  RuleSet.errors
+    RuleSet.match(invocation) -> Rule | None,  RuleSet.for_command(command) -> Rule | None,  RuleSet.errors,
+        RuleSet.rebuilt (the files were read now, not from the cache)
+    loader.report_errors(rules, to_stderr=...)   a log line per broken file when rebuilt; stderr lines by hand
     RuleError(path, line, message)           str() is "file:line: message"
 Engine (`engine.py`):
     Compressor(rule, thresholds=Thresholds()) with .feed(chunk) -> bytes, .finish() -> bytes,
@@ -24,7 +26,10 @@ Engine (`engine.py`):
     CompressResult(rule, raw_bytes, raw_lines, output_bytes, removed, passthrough); .describe() for a footer
     compress_bytes(rule, raw) -> (bytes, CompressResult)   whole outputs in memory (tests, benchmarks)
     CompressionError, Thresholds(min_lines=40, min_bytes=1024, hold_bytes=256 KiB, min_saving=512,
-        max_line_bytes=1 MiB), MARKER
+        max_line_bytes=1 MiB, budget_lines=60, budget_bytes=4096), MARKER
+    Kept lines are held until the output ends (or 2 MiB of them are held) so the budget can be spent; then
+    they are written with the index or group table first. A cut reads
+    "[codeoid] 380 lines cut (context lines), raw lines 120-499".
 
 Usage, as `codeoid-compress` would::
 
@@ -32,8 +37,7 @@ Usage, as `codeoid-compress` would::
 
     shell = parse(command)          # the rewrite hook reads the same parse for its safety decisions
     rules = load_rules(project_dir=cwd, cache_dir=home / "cache")
-    for error in rules.errors:      # a broken user or project file: say so; the other rules still apply
-        print(f"codeoid: {error}", file=sys.stderr)
+    report_errors(rules, to_stderr=by_hand)  # a broken user or project file: say so; the other rules apply
     rule = rules.match(shell.invocation) if shell.invocation else None
     if rule is None:
         ...                         # copy stdin to stdout unchanged
@@ -86,10 +90,31 @@ the lower layers' rules. The first enabled rule that matches applies::
     label = "lines"                       # summary: "[codeoid] NAME: 40 lines in all, 20 lines not shown"
     summary = true
 
+    tally = { added = '^\\+' }              # optional: named counts of the item's lines matching each pattern
+    index = "{name} +{added}"              # optional: a line per item at the top ({first}/{last}: raw lines)
+    index_title = "{items} files"          # optional: the index's first line, with the tallies' totals
+    fields = { subject = '^    (\\S.*)' }  # optional digest: the item becomes one line from its fields,
+    digest = "{subject}[[ (+{body} lines)]]"   # tallies and {lines}; a [[...]] part goes when its fields are 0/empty
+
     [rule.group]                          # listings: per-group budget, one summary line at the end
-    by = "extension"                      # or "directory" (`depth` levels below where the listing starts)
-    keep = 6
+    by = "extension"                      # or "directory" (`depth` levels below where the listing starts), or
+    keep = 6                              #   "section" with `section = '^(.+):$'` (ls -R's headers)
     path = '(\\S+)$'                      # group 1 is the path on the line (default: the whole line)
+    extensions = false                    # true: a table at the top, every group with its entries by extension
+
+    [rule.budget]                         # the size to aim for (default from Thresholds; 0 = no limit)
+    lines = 150
+    bytes = 8192
+    rest = "context lines"                # what lines matching no tier are called when cut
+    fair = true                           # share each tier between items (or groups); false: first lines first
+    min_share = 6                         # under this many lines each, whole shares for the first items instead
+    [[rule.budget.tier]]                  # spent before the lines of later tiers and the rest
+    label = "changed lines"
+    patterns = ['^[-+]']
+
+    [rule.columns]                        # tables: of the first `fields` columns of rows matching `row`, those
+    row = '^[-dl][-rwx]{9}'               #   the same on every row are named once and left out (the rows
+    fields = 8                            #   shown become codeoid's lines)
 
     [rule.match]                          # or several [[rule.match]] tables: any one applies
     program = ["pytest", "py.test"]       # the resolved program's basename
@@ -100,7 +125,8 @@ the lower layers' rules. The first enabled rule that matches applies::
 
 Patterns are Python regular expressions searched in the first 4 KiB of each line (decoded as UTF-8 with
 surrogateescape). Order of decisions per line: the rule's `keep`, then `drop` and `item.drop`, then `collapse`,
-then the engine's diagnostics, then `long_line`, the item budget, the group budget and `head`/`tail`.
+then the engine's diagnostics, then `long_line`, the item budget, the group budget and `head`/`tail`; once the
+output ends, the budget. Lines kept by `keep` or the diagnostics, and the closing line, are never cut by it.
 '''
 
 from __future__ import annotations

@@ -33,6 +33,9 @@ class Thresholds(NamedTuple):
     min_saving: int = 512
     # A line longer than this stops compression: the rest of the output passes through unchanged.
     max_line_bytes: int = 1 << 20
+    # The size a rule aims for when its `[rule.budget]` does not say (0: no limit); see `rules.Budget`.
+    budget_lines: int = 60
+    budget_bytes: int = 4096
 
 
 class CompressResult(NamedTuple):
@@ -75,7 +78,7 @@ class Compressor:
     def __init__(self, rule: Rule, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> None:
         self.rule = rule
         self.thresholds = thresholds
-        self._pipeline = Pipeline(rule)
+        self._pipeline = Pipeline(rule, budget_lines=thresholds.budget_lines, budget_bytes=thresholds.budget_bytes)
         self._mode = _HOLD
         self._held: list[bytes] = []
         self._held_size = 0
@@ -142,6 +145,7 @@ class Compressor:
         if self._mode == _HOLD:
             yield from self._held
         elif self._mode == _STREAM:
+            self._pipeline.flush_held()
             yield self._pipeline.take()
             yield MARKER + b"compression stopped by an error; the rest is unchanged\n"
             yield from self._pipeline.raw_buffered()

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from codeoid.compressors.command import Invocation
     from codeoid.compressors.rule_files import Layer, Plain
 
-__all__ = ["BUILTIN_DIR", "RuleSet", "default_user_dir", "load_rules", "read_rule_file", "rule_set"]
+__all__ = ["BUILTIN_DIR", "RuleSet", "default_user_dir", "load_rules", "read_rule_file", "report_errors", "rule_set"]
 
 
 class RuleSet(NamedTuple):
@@ -44,6 +44,8 @@ class RuleSet(NamedTuple):
 
     rules: tuple[Rule, ...]
     errors: tuple[RuleError, ...] = ()
+    # The files were read now, not taken from the cache: a caller that logs `errors` does so once per change.
+    rebuilt: bool = False
 
     def match(self, invocation: Invocation) -> Rule | None:
         """The first enabled rule that applies to `invocation`."""
@@ -73,11 +75,30 @@ def load_rules(*, project_dir: str | os.PathLike[str] | None = None,
     signature = layers_signature(layers)
     path = cache_path(os.fspath(cache_dir), signature) if cache_dir is not None else None
     plain = read_cache(path, signature) if path is not None else None
-    if plain is None:
-        plain = _build(layers)
-        if path is not None:
-            write_cache(path, signature, plain)
-    return rule_set(plain)
+    if plain is not None:
+        return rule_set(plain)
+    plain = _build(layers)
+    if path is not None:
+        write_cache(path, signature, plain)
+    return rule_set(plain)._replace(rebuilt=True)
+
+
+def report_errors(rules: RuleSet, *, to_stderr: bool) -> None:
+    """Say which rule files are broken (they are skipped; every other rule applies): a log line when the files
+    were just read (so once per change), and with `to_stderr` one line each on stderr, for a person running
+    `codeoid-compress` by hand. Never on stderr under the rewrite: there stderr is the command's own."""
+    if not rules.errors:
+        return
+    if rules.rebuilt:
+        from codeoid.log import log
+
+        for error in rules.errors:
+            log("rules", f"{error}; this file is skipped, the other rules apply")
+    if to_stderr:
+        import sys
+
+        for error in rules.errors:
+            print(f"codeoid-compress: {error} (this rule file is skipped; the other rules apply)", file=sys.stderr)
 
 
 def rule_set(plain: Plain) -> RuleSet:

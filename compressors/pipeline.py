@@ -2,9 +2,15 @@
 
 Every line becomes an entry in a short lookbehind buffer. Most entries are decided on arrival (kept, dropped,
 omitted); a tail candidate stays undecided until enough later lines push it out of its tail or the output ends.
-An entry is written only when it leaves the front of the buffer, so kept lines leave in raw order and the
-buffer never holds more than the longest tail (plus the newest entry and the last non-blank line, which the
-engine always keeps because it is the output's closing summary).
+An entry leaves the front of the buffer in raw order, so the buffer never holds more than the longest tail (plus
+the newest entry and the last non-blank line, which the engine always keeps because it is the output's closing
+summary).
+
+What leaves the buffer is held as decided (kept lines and notes; a run of left-out lines is one gap record)
+until the output ends, or until `BUDGET_WINDOW` bytes of kept lines are held. Then the budget is spent (see
+`Budget`): if the kept lines exceed the rule's size, the lines no rule or diagnostic insists on are cut, the
+earliest tiers last and fairly between items, and each cut is named by a gap marker with its raw line range.
+Only then are the index, the kept lines and the markers written.
 
 Kept lines are written byte for byte; everything the pipeline adds is a marker line (`MARKER` prefix).
 """
@@ -14,10 +20,14 @@ from __future__ import annotations
 import os
 import re
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from codeoid.compressors.diagnostics import DIAGNOSTIC_HINTS, DIAGNOSTIC_PATTERNS
 from codeoid.compressors.rules import Rule
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 MARKER = b"[codeoid] "
 # Patterns look at most this much of a line: a 1 MB line costs no more to classify than a short one.
@@ -26,10 +36,20 @@ MATCH_CHARS = 4096
 MAX_GROUPS = 4096
 # Entries pinned behind the last non-blank line (runs of differing blank-ish lines) before we give up pinning.
 MAX_PINNED = 4096
+# Kept bytes held for the budget before it is spent on what is held so far (bounds memory on endless output).
+BUDGET_WINDOW = 2 * 1024 * 1024
+# About what a gap marker costs: a cut of fewer bytes between kept lines is not worth making.
+MARKER_COST = 96
+# Groups the table at the top names one by one; the rest are counted on one line.
+MAX_TABLE = 30
+# Index lines (one per item) held before the rest are only counted.
+MAX_INDEX = 4096
+_FIELD = re.compile(r"\{(\w+)\}")
+_TEMPLATE = re.compile(r"\[\[(.*?)\]\]|\{(\w+)\}", re.S)
 
 KEEP, OMIT, PENDING, DROP, NOTE = range(5)
 # Removal reasons that a gap marker does not spell out (the marker's count says enough).
-_PLAIN_REASONS = frozenset({"head/tail", "item budget", "group budget"})
+_PLAIN_REASONS = frozenset({"head/tail", "item budget", "group budget", "budget"})
 
 
 class MarkerCollision(Exception):
@@ -37,7 +57,8 @@ class MarkerCollision(Exception):
 
 
 class _Entry:
-    __slots__ = ("line", "lineno", "state", "reason", "repeats", "item", "group", "blank", "counted")
+    __slots__ = ("line", "lineno", "state", "reason", "repeats", "item", "group", "blank", "counted", "must",
+                 "note")
 
     def __init__(self, line: bytes, lineno: int) -> None:
         self.line = line
@@ -49,18 +70,36 @@ class _Entry:
         self.group: str | None = None
         self.blank = not line.strip()
         self.counted = False  # counts toward its item's summary (a search hit rather than a context line)
+        self.must = False  # kept by the rule's `keep`, the diagnostics or as the closing line: the budget never cuts
+        # A NOTE's text, made when it is written (counts may change until then); None: nothing to say after all.
+        self.note: Callable[[], str | None] | None = None
+
+
+class _Gap:
+    """Consecutive omitted lines, held as one record: how many for each reason, and their raw span."""
+
+    __slots__ = ("first", "last", "reasons")
+
+    def __init__(self, first: int) -> None:
+        self.first = first
+        self.last = first
+        self.reasons: dict[str, int] = {}
 
 
 class _ItemState:
-    __slots__ = ("name", "total", "counted", "seen", "omitted", "tail")
+    __slots__ = ("name", "total", "counted", "seen", "omitted", "tail", "tallies", "fields", "first", "last")
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, first: int) -> None:
         self.name = name
+        self.first = first  # its raw line numbers, for the index: where get_episode finds the whole item
+        self.last = first
         self.total = 0
         self.counted = 0
         self.seen = 0
         self.omitted = 0
         self.tail: deque[_Entry] = deque()
+        self.tallies: dict[str, int] = {}
+        self.fields: dict[str, str] = {}
 
 
 class _Patterns:
@@ -116,8 +155,13 @@ def _union(patterns: tuple[str, ...] | list[str]) -> _Patterns | None:
 class Pipeline:
     """Feed lines (without their newline) with `push`, then `close`; read what is ready with `take`."""
 
-    def __init__(self, rule: Rule) -> None:
+    def __init__(self, rule: Rule, *, budget_lines: int = 0, budget_bytes: int = 0) -> None:
+        """`budget_lines`/`budget_bytes`: the size to aim for where the rule's `[rule.budget]` does not say (0: no
+        limit)."""
         self.rule = rule
+        self.budget_lines = rule.budget.lines if rule.budget.lines is not None else budget_lines
+        self.budget_bytes = rule.budget.bytes if rule.budget.bytes is not None else budget_bytes
+        self._tiers = [(tier.label, _Patterns(tier.patterns)) for tier in rule.budget.tiers]
         self._keep = _union(rule.keep)
         self._diagnostics = _union(DIAGNOSTIC_PATTERNS) if rule.diagnostics else None
         self._diagnostic_hints = re.compile(DIAGNOSTIC_HINTS)
@@ -129,8 +173,20 @@ class Pipeline:
         self._item_end = re.compile(item.end) if item and item.end else None
         self._item_drop = _union(item.drop) if item else None
         self._item_count = re.compile(item.count_pattern) if item and item.count_pattern else None
+        self._tally = [(name, re.compile(pattern)) for name, pattern in item.tally] if item else []
+        self._fields = [(name, re.compile(pattern)) for name, pattern in item.fields] if item else []
+        self._digest = item.digest if item else None
         group = rule.group
         self._group_path = re.compile(group.path) if group and group.path else None
+        self._group_section = re.compile(group.section) if group and group.section else None
+        self._section: str | None = None
+        self._section_line = False
+        columns = rule.columns
+        self._row = re.compile(columns.row) if columns else None
+        self._row_fields = columns.fields if columns else 0
+        self._column_values: list[str] | None = None  # the first row's leading columns
+        self._column_same: list[bool] = []  # whether every row so far had the same value there
+        self._columns_cut: list[int] | None = None  # decided when first written
         self._window = max(rule.tail, item.tail if item else 0) + 1
 
         self.out = bytearray()
@@ -144,7 +200,14 @@ class Pipeline:
         self._run_label: str | None = None
         self._run_length = 0
         self._item: _ItemState | None = None
-        self._groups: dict[str, list[int]] = {}
+        # Per group: [entries, entries left out, {extension: entries} when the rule counts extensions].
+        self._groups: dict[str, list[Any]] = {}
+        self._decided: list[_Entry | _Gap] = []
+        self._decided_bytes = 0
+        self._index: list[_ItemState] = []
+        self._index_more = 0
+        self._captured = False  # the current line filled an item field
+        self._group_table = False  # the output is complete: write the group table before it
         self._group_root: int | None = None  # components in the first listed path's parent
         self._gap: dict[str, int] = {}
         self._gap_first = 0
@@ -170,8 +233,63 @@ class Pipeline:
         text = line[:MATCH_CHARS].decode("utf-8", "surrogateescape")
         if self._item_start is not None or self._item_key is not None:
             self._track_item(text)
+            self._captured = bool(self._fields) and self._item is not None and self._capture_fields(self._item, text)
+        if self._row is not None and self._row.search(text):
+            self._compare_columns(text)
+        self._section_line = False
+        if self._group_section is not None:
+            found = self._group_section.search(text)
+            if found is not None:
+                self._section = found.group(1) if found.groups() else text
+                self._section_line = True  # names a group; is not one of its entries
         self._decide(entry, text)
         self._append(entry)
+
+    def _compare_columns(self, text: str) -> None:
+        values = text.split(None, self._row_fields)[:self._row_fields]
+        if self._column_values is None:
+            self._column_values = values
+            self._column_same = [True] * len(values)
+            return
+        same = self._column_same
+        for index in range(len(same)):
+            same[index] = same[index] and index < len(values) and values[index] == self._column_values[index]
+
+    def _write_row(self, entry: _Entry) -> bool:
+        """Write a table row without the columns that are the same on every row, as codeoid's line; False when
+        that does not apply (not a row, the closing line, or nothing worth leaving out)."""
+        if self._row is None or entry.must or self._column_values is None:
+            return False
+        text = entry.line.decode("utf-8", "surrogateescape")
+        if not self._row.search(text[:MATCH_CHARS]):
+            return False
+        if self._columns_cut is None:
+            cut = [index for index, same in enumerate(self._column_same) if same]
+            saved = sum(len(self._column_values[index]) + 1 for index in cut)
+            self._columns_cut = cut if saved > len(MARKER) else []
+            if self._columns_cut:
+                named = ", ".join(f"{index + 1} {self._column_values[index]!r}" for index in cut)
+                self._marker(f"columns the same on every line, left out of the marked lines below: {named}")
+        if not self._columns_cut:
+            return False
+        spans = [found.span() for _, found in zip(range(self._row_fields), re.finditer(r"\S+\s*", text),
+                                                   strict=False)]
+        kept = "".join(text[start:end] for index, (start, end) in enumerate(spans) if index not in self._columns_cut)
+        self._marker(kept + text[spans[-1][1]:] if spans else text)
+        return True
+
+    def _capture_fields(self, item: _ItemState, text: str) -> bool:
+        """Fill the item's fields not yet found from this line; whether it filled any (such a line is not tallied:
+        a commit's subject is not one of its body lines)."""
+        captured = False
+        for name, pattern in self._fields:
+            if name not in item.fields:
+                found = pattern.search(text)
+                if found is not None:
+                    item.fields[name] = " ".join(part for part in found.groups() if part) if found.groups() \
+                        else found.group(0)
+                    captured = True
+        return captured
 
     def _repeat(self, entry: _Entry) -> None:
         entry.repeats += 1
@@ -183,13 +301,14 @@ class Pipeline:
             if entry.state == OMIT:
                 entry.item.omitted += 1
         if entry.group is not None and entry.state == OMIT:
-            self._groups[entry.group][1] += 1
+            self._count_group_omitted(entry, 1)
 
     def _decide(self, entry: _Entry, text: str) -> None:
         """The rule's own patterns come first (its author knows a passing line that mentions `Error:`), then the
         engine's diagnostics, then the budgets."""
         if self._keep is not None and self._keep.search(text):
             self._run_label = None
+            entry.must = True
             self._count_in_item(entry, text)
             return
         if (self._drop is not None and self._drop.search(text)) or (
@@ -198,6 +317,9 @@ class Pipeline:
             entry.reason = "dropped"
             return
         self._count_in_item(entry, text)
+        if self._digest is not None and self._item is not None:
+            self._omit(entry, self.rule.item.label if self.rule.item else "lines")
+            return
         for label, pattern, keep in self._collapse:
             if pattern is not None and pattern.search(text):
                 if self._run_label != label:
@@ -210,6 +332,7 @@ class Pipeline:
         else:
             self._run_label = None
             if self._is_diagnostic(text):
+                entry.must = True
                 return
         long_line = self.rule.long_line
         if long_line is not None and len(entry.line) > long_line:
@@ -228,6 +351,9 @@ class Pipeline:
             item.total += 1
             entry.counted = self._item_count is None or self._item_count.search(text) is not None
             item.counted += entry.counted
+            for name, pattern in self._tally if not self._captured else ():
+                if pattern.search(text):
+                    item.tallies[name] = item.tallies.get(name, 0) + 1
 
     def _budget(self, entry: _Entry, text: str) -> None:
         item = self._item
@@ -242,9 +368,10 @@ class Pipeline:
                     if len(item.tail) > rule_item.tail:
                         self._evict(item.tail.popleft(), "item budget")
                 else:
-                    self._omit(entry, "item budget")
+                    # With budget tiers, an item's overflow is named as the budget names its cuts ("hits").
+                    self._omit(entry, self._tier_label(text) if self._tiers else "item budget")
                 return
-        if self.rule.group is not None and self._over_group_budget(entry, text):
+        if self.rule.group is not None and not self._section_line and self._over_group_budget(entry, text):
             return
         head = self.rule.head
         if head is None:
@@ -270,22 +397,32 @@ class Pipeline:
             path = found.group(1) if found.groups() else found.group(0)
         else:
             path = text.strip()
-        if self._group_root is None:
-            self._group_root = len(_components(os.path.dirname(path.rstrip("/"))))
-        key = _group_key(path, group.by, self._group_root + group.depth)
+        if group.by == "section":
+            key = self._section or "./"
+        else:
+            if self._group_root is None:
+                self._group_root = len(_components(os.path.dirname(path.rstrip("/"))))
+            key = _group_key(path, group.by, self._group_root + group.depth)
         counts = self._groups.get(key)
         if counts is None:
             if len(self._groups) >= MAX_GROUPS:
                 key = "(other)"
-                counts = self._groups.setdefault(key, [0, 0])
+                counts = self._groups.setdefault(key, [0, 0, {}])
             else:
-                counts = self._groups[key] = [0, 0]
+                counts = self._groups[key] = [0, 0, {}]
         counts[0] += 1
+        if group.extensions:
+            extension = _group_key(path, "extension", 0)
+            counts[2][extension] = counts[2].get(extension, 0) + 1
+        entry.group = key
         if counts[0] <= group.keep:
             return False
-        entry.group = key
         self._omit(entry, "group budget")
         return True
+
+    def _count_group_omitted(self, entry: _Entry, count: int) -> None:
+        assert entry.group is not None
+        self._groups[entry.group][1] += count
 
     def _omit(self, entry: _Entry, reason: str) -> None:
         entry.state = OMIT
@@ -293,7 +430,7 @@ class Pipeline:
         if entry.item is not None:
             entry.item.omitted += 1 + entry.repeats
         if entry.group is not None:
-            self._groups[entry.group][1] += 1 + entry.repeats
+            self._count_group_omitted(entry, 1 + entry.repeats)
 
     def _evict(self, entry: _Entry, reason: str) -> None:
         """A tail candidate pushed out of its tail: omitted, unless it already left the buffer (then it was kept)."""
@@ -318,31 +455,51 @@ class Pipeline:
             if self._item is not None and self._item.name == name:
                 return
         self._close_item()
-        self._item = _ItemState(name)
+        self._item = _ItemState(name, self.lineno)
 
-    def _close_item(self) -> None:
+    def _close_item(self, *, at_end: bool = False) -> None:
+        """End the current item: before the line just pushed (which starts the next or ends this one), or
+        `at_end` of the output, with that line."""
         item = self._item
         if item is None:
             return
+        item.last = self.lineno if at_end else max(item.first, self.lineno - 1)
         for entry in item.tail:
             if entry.state == PENDING:
                 entry.state = KEEP
         item.tail.clear()
         rule_item = self.rule.item
-        if item.omitted and rule_item is not None and rule_item.summary:
-            self._note(f"{item.name}: {item.counted} {rule_item.label} in all, {item.omitted} line"
-                       f"{'s' if item.omitted > 1 else ''} not shown", absorbs=True)
+        if rule_item is not None and rule_item.index_entry is not None:
+            if len(self._index) < MAX_INDEX:
+                self._index.append(item)
+            else:
+                self._index_more += 1
+        if rule_item is not None and rule_item.digest is not None:
+            digest = rule_item.digest
+            self._note(lambda: " ".join(_fill(digest, {"name": item.name, "lines": str(item.total), **item.fields,
+                                                       **{name: str(count) for name, count in item.tallies.items()}}
+                                              ).split()), absorbs=item, budgeted=True)
+        elif rule_item is not None and rule_item.summary:
+            label = rule_item.label
+            self._note(lambda: None if not item.omitted else (
+                f"{item.name}: {item.counted} {label} in all, {item.omitted} line"
+                f"{'s' if item.omitted > 1 else ''} not shown"), absorbs=item)
         self._item = None
 
-    def _note(self, text: str, *, absorbs: bool = False) -> None:
-        """Queue a marker line in raw order; `absorbs` means it states the preceding item gap itself."""
-        entry = _Entry(text.encode("utf-8", "surrogateescape"), self.lineno)
+    def _note(self, text: Callable[[], str | None], *, absorbs: _ItemState | None = None,
+              budgeted: bool = False) -> None:
+        """Queue a marker line in raw order, its text made when written; `absorbs`: the item whose left-out lines
+        it describes, so a gap made of exactly those lines is named by the note rather than a marker of its own.
+        `budgeted`: the note stands for its item's lines (a digest), so the budget may cut it like a line."""
+        entry = _Entry(b"", self.lineno)
         entry.state = NOTE
-        entry.reason = "absorbs" if absorbs else ""
+        entry.note = text
+        entry.item = absorbs
+        entry.reason = "budgeted" if budgeted else ""
         entry.blank = True  # never the closing line
         self._append(entry)
 
-    # -- writing -------------------------------------------------------------------------------------------------
+    # -- holding what is decided ----------------------------------------------------------------------------------
 
     def _append(self, entry: _Entry) -> None:
         buffer = self._buffer
@@ -351,27 +508,155 @@ class Pipeline:
         if not entry.blank:
             self._last_nonblank = entry
         while len(buffer) > self._window and (buffer[0] is not self._last_nonblank or len(buffer) > MAX_PINNED):
-            self._write(buffer.popleft())
+            self._hold(buffer.popleft())
+
+    def _hold(self, entry: _Entry) -> None:
+        """An entry leaving the lookbehind buffer: dropped lines are only counted, a left-out line joins the gap
+        record before it, and kept lines and notes wait for the budget."""
+        if entry.state == DROP:
+            self.removed["dropped"] = self.removed.get("dropped", 0) + 1 + entry.repeats
+            return
+        decided = self._decided
+        if entry.state == OMIT:
+            gap = decided[-1] if decided and isinstance(decided[-1], _Gap) else None
+            if gap is None:
+                gap = _Gap(entry.lineno)
+                decided.append(gap)
+            gap.last = entry.lineno + entry.repeats
+            gap.reasons[entry.reason] = gap.reasons.get(entry.reason, 0) + 1 + entry.repeats
+            return
+        decided.append(entry)
+        self._decided_bytes += len(entry.line) + 1
+        if self._decided_bytes > BUDGET_WINDOW:
+            self._spend_budget()
+            self._render()
+
+    # -- the budget ----------------------------------------------------------------------------------------------
+
+    def _spend_budget(self) -> None:
+        """Cut held kept lines until the rest fits the budget: lines that must stay cost first, then each tier in
+        turn; within a tier every item gets the same number of its first lines (fewer if it has fewer)."""
+        kept = [entry for entry in self._decided if isinstance(entry, _Entry) and (
+            entry.state in (KEEP, PENDING) or (entry.state == NOTE and entry.reason == "budgeted"))]
+        for entry in kept:
+            if entry.state == NOTE:  # costs what it will print; made now, as the counts it shows are final
+                text = entry.note() if entry.note is not None else None
+                entry.line = b"" if text is None else MARKER + text.encode("utf-8", "surrogateescape")
+        max_lines = self.budget_lines or 1 << 62
+        max_bytes = self.budget_bytes or 1 << 62
+        if len(kept) <= max_lines and sum(len(entry.line) + 1 for entry in kept) <= max_bytes:
+            return
+        lines_left, bytes_left = max_lines, max_bytes
+        tiers: list[list[_Entry]] = [[] for _ in range(len(self._tiers) + 1)]
+        for entry in kept:
+            if entry.must:
+                lines_left -= 1
+                bytes_left -= len(entry.line) + 1
+            else:
+                tiers[self._tier_of(entry)].append(entry)
+        labels = [label for label, _ in self._tiers] + [self.rule.budget.rest]
+        cut: set[int] = set()
+        for label, candidates in zip(labels, tiers, strict=True):
+            by_item: dict[int | str | None, list[_Entry]] = {}
+            for entry in candidates:  # an item's lines share, or else a listing group's
+                key = (id(entry.item) if entry.item is not None else entry.group) if self.rule.budget.fair else None
+                by_item.setdefault(key, []).append(entry)
+            groups = list(by_item.values())
+            shares = _fair_shares(groups, max(lines_left, 0), max(bytes_left, 0), self.rule.budget.min_share)
+            for entries, share in zip(groups, shares, strict=True):
+                marker = 0 < share < len(entries)
+                lines_cost = share + marker
+                bytes_cost = sum(len(entry.line) + 1 for entry in entries[:share]) + MARKER_COST * marker
+                lines_left -= lines_cost
+                bytes_left -= bytes_cost
+                for entry in entries[share:]:
+                    if entry.state == NOTE:
+                        entry.note = None  # its item's lines are left out already; they join the gaps beside
+                        continue
+                    self._omit(entry, label)
+                    cut.add(id(entry))
+        self._keep_cuts_cheaper_than_their_marker(cut)
+
+    def _keep_cuts_cheaper_than_their_marker(self, cut: set[int]) -> None:
+        """A cut of a few short lines between kept lines would cost a marker line about as long: keep them.
+        (A cut beside lines left out before the budget joins their marker, so it costs nothing and stays.)"""
+        run: list[_Entry] = []
+        beside_gap = False
+        for element in [*self._decided, None]:
+            if isinstance(element, _Entry) and id(element) in cut and element.state == OMIT:
+                run.append(element)
+                continue
+            gap_like = isinstance(element, _Gap) or (isinstance(element, _Entry) and element.state == OMIT)
+            if run and not beside_gap and not gap_like and len(run) <= 3 and \
+                    sum(len(entry.line) + 1 for entry in run) <= MARKER_COST:
+                for entry in run:
+                    self._restore(entry)
+            run = []
+            beside_gap = gap_like
+
+    def _tier_of(self, entry: _Entry) -> int:
+        text = entry.line[:MATCH_CHARS].decode("utf-8", "surrogateescape")
+        return next((index for index, (_, patterns) in enumerate(self._tiers) if patterns.search(text)),
+                    len(self._tiers))
+
+    def _tier_label(self, text: str) -> str:
+        return next((label for label, patterns in self._tiers if patterns.search(text)), self.rule.budget.rest)
+
+    # -- writing -------------------------------------------------------------------------------------------------
+
+    def _render(self) -> None:
+        """Write the index (or group table), then everything held, in raw order."""
+        self._write_index()
+        self._write_group_table()
+        decided, self._decided, self._decided_bytes = self._decided, [], 0
+        for entry in decided:
+            if isinstance(entry, _Gap):
+                self._add_gap(entry.first, entry.last, entry.reasons)
+            else:
+                self._write(entry)
+
+    def _write_index(self) -> None:
+        rule_item = self.rule.item
+        if not self._index or rule_item is None or rule_item.index_entry is None:
+            return
+        if rule_item.index_title is not None:
+            totals = {"items": str(len(self._index) + self._index_more)}
+            for name, _ in self._tally:
+                totals[name] = str(sum(item.tallies.get(name, 0) for item in self._index))
+            self._marker(_fill(rule_item.index_title, totals))
+        for item in self._index:
+            self._marker(_fill(rule_item.index_entry, {"name": item.name, "lines": str(item.total),
+                                                       "first": str(item.first), "last": str(item.last),
+                                                 **{name: str(item.tallies.get(name, 0)) for name, _ in self._tally}}))
+        if self._index_more:
+            self._marker(f"… and {self._index_more} more")
+        self._index, self._index_more = [], 0
 
     def _write(self, entry: _Entry) -> None:
         state = entry.state
         count = 1 + entry.repeats
-        if state == DROP:
-            self.removed["dropped"] = self.removed.get("dropped", 0) + count
-            return
         if state == OMIT:
-            if not self._gap:
-                self._gap_first = entry.lineno
-            self._gap_last = entry.lineno + entry.repeats
-            self._gap[entry.reason] = self._gap.get(entry.reason, 0) + count
-            self.removed[entry.reason] = self.removed.get(entry.reason, 0) + count
+            self._add_gap(entry.lineno, entry.lineno + entry.repeats, {entry.reason: count})
             return
         if state == NOTE:
-            self._flush_gap(absorbed=entry.reason == "absorbs")
-            self.out += MARKER + entry.line + b"\n"
-            self._last_written = 0
+            text = entry.note() if entry.note is not None else None
+            if text is None:
+                return
+            item = entry.item
+            gap_size = sum(self._gap.values())
+            if item is not None and gap_size and gap_size == item.omitted:
+                for reason, lines in self._gap.items():
+                    self.removed[reason] = self.removed.get(reason, 0) + lines
+                text += f", {_span(self._gap_first, self._gap_last)}"
+                self._gap = {}
+            else:
+                self._flush_gap()
+            self._marker(text)
             return
-        self._flush_gap(absorbed=False)
+        self._flush_gap()
+        if self._write_row(entry):
+            self._last_written = entry.lineno
+            return
         self.out += entry.line
         self.out += b"\n"
         self._last_written = entry.lineno
@@ -380,25 +665,30 @@ class Pipeline:
             if not entry.blank:
                 self._marker(f"previous line repeated {entry.repeats} more time{'s' if entry.repeats > 1 else ''}")
 
-    def _flush_gap(self, *, absorbed: bool) -> None:
+    def _add_gap(self, first: int, last: int, reasons: dict[str, int]) -> None:
+        if not self._gap:
+            self._gap_first = first
+        self._gap_last = last
+        for reason, count in reasons.items():
+            self._gap[reason] = self._gap.get(reason, 0) + count
+
+    def _flush_gap(self) -> None:
         gap = self._gap
         if not gap:
             return
-        if absorbed:
-            gap.pop("item budget", None)
-            gap.pop("long lines", None)
+        for reason, count in gap.items():
+            self.removed[reason] = self.removed.get(reason, 0) + count
         total = sum(gap.values())
-        if total:
-            details = [f"{count} {reason}" for reason, count in gap.items() if reason not in _PLAIN_REASONS]
-            why = f": {', '.join(details)}" if details and (len(details) > 1 or len(gap) > 1) else (
-                f" ({details[0].split(' ', 1)[1]})" if details else "")
-            span = (f"line {self._gap_first}" if self._gap_first == self._gap_last
-                    else f"lines {self._gap_first}-{self._gap_last}")
-            self._marker(f"… {total} line{'s' if total > 1 else ''} omitted{why} (raw {span}) …")
+        details = [f"{count} {reason}" for reason, count in gap.items() if reason not in _PLAIN_REASONS]
+        why = f" ({', '.join(details)})" if details and (len(details) > 1 or len(gap) > 1) else (
+            f" ({details[0].split(' ', 1)[1]})" if details else "")
+        # As the issue that asked for budgets put it: what was cut, how much, and where to page for it.
+        self._marker(f"{total} line{'s' if total > 1 else ''} cut{why}, {_span(self._gap_first, self._gap_last)}")
         self._gap = {}
 
     def _marker(self, text: str) -> None:
-        self.out += MARKER + text.encode("utf-8", "surrogateescape") + b"\n"
+        for line in text.split("\n"):  # every line codeoid adds is marked, however a note was made
+            self.out += MARKER + line.encode("utf-8", "surrogateescape") + b"\n"
         self._last_written = 0
 
     # -- ending --------------------------------------------------------------------------------------------------
@@ -406,18 +696,28 @@ class Pipeline:
     def close(self, *, complete: bool, newline_at_end: bool = True) -> None:
         """Write everything still buffered. `complete`: this is the whole output, so keep its closing line."""
         closing = self._last_nonblank
-        if complete and closing is not None and closing.state != KEEP:
-            self._restore(closing)
-        self._close_item()
+        if complete and closing is not None:
+            if closing.state != KEEP:
+                self._restore(closing)
+            closing.must = True
+        self._close_item(at_end=True)
         self._close_groups()
         while self._buffer:
             entry = self._buffer.popleft()
             if entry.state == PENDING:
                 entry.state = KEEP
-            self._write(entry)
-        self._flush_gap(absorbed=False)
+            self._hold(entry)
+        if complete:
+            self._spend_budget()
+        self._render()
+        self._flush_gap()
         if complete and not newline_at_end and self._last_written == self.lineno and self.out.endswith(b"\n"):
             del self.out[-1]
+
+    def flush_held(self) -> None:
+        """Write what is held as it stands, without spending the budget (before handing the rest over raw)."""
+        self._render()
+        self._flush_gap()
 
     def _restore(self, entry: _Entry) -> None:
         """Keep an entry that was to be removed (the output's closing line), undoing what its removal counted."""
@@ -425,7 +725,7 @@ class Pipeline:
             if entry.item is not None:
                 entry.item.omitted -= 1 + entry.repeats
             if entry.group is not None:
-                self._groups[entry.group][1] -= 1 + entry.repeats
+                self._count_group_omitted(entry, -1 - entry.repeats)
         if entry.state == DROP and self._item is not None:
             entry.item = self._item
             self._item.total += 1 + entry.repeats
@@ -433,15 +733,41 @@ class Pipeline:
         entry.state = KEEP
 
     def _close_groups(self) -> None:
-        omitted = [(key, counts[1]) for key, counts in self._groups.items() if counts[1] > 0]
+        """Say what each group left out (made when written: the budget may cut more). With `extensions`, a table
+        at the top names every group with its entries by extension; otherwise one note at the end."""
+        group = self.rule.group
+        if group is not None and group.extensions:
+            self._group_table = True
+        elif self._groups:
+            self._note(self._groups_left_out)
+
+    def _groups_left_out(self) -> str | None:
+        omitted = sorted(((key, counts) for key, counts in self._groups.items() if counts[1] > 0),
+                         key=lambda pair: -pair[1][1])
+        self._groups = {}
         if not omitted:
-            return
-        omitted.sort(key=lambda pair: -pair[1])
-        shown = ", ".join(f"{count} {key}" for key, count in omitted[:20])
+            return None
         rest = omitted[20:]
-        more = f", and {sum(count for _, count in rest)} in {len(rest)} more groups" if rest else ""
-        self._note(f"not shown: {shown}{more}")
-        self._groups.clear()
+        more = f", and {sum(counts[1] for _, counts in rest)} in {len(rest)} more groups" if rest else ""
+        return f"not shown: {', '.join(f'{counts[1]} {key}' for key, counts in omitted[:20])}{more}"
+
+    def _write_group_table(self) -> None:
+        if not self._group_table or not self._groups:
+            return
+        groups, self._groups = self._groups, {}
+        self._group_table = False
+        total = sum(counts[0] for counts in groups.values())
+        shown = total - sum(counts[1] for counts in groups.values())
+        self._marker(f"{total} entries in {len(groups)} groups, {shown} shown below:")
+        for key, counts in list(groups.items())[:MAX_TABLE]:
+            kinds = sorted(counts[2].items(), key=lambda pair: -pair[1])
+            described = ", ".join(f"{count} {kind}" for kind, count in kinds[:4])
+            other = sum(count for _, count in kinds[4:])
+            described += f", {other} other" if other else ""
+            self._marker(f"{key} {described}" if len(kinds) == 1 else f"{key} {counts[0]}: {described}")
+        if len(groups) > MAX_TABLE:
+            rest = list(groups.values())[MAX_TABLE:]
+            self._marker(f"… and {len(rest)} more groups with {sum(counts[0] for counts in rest)} entries")
 
     def raw_buffered(self) -> Iterator[bytes]:
         """The raw lines not yet written, for a caller that gives up and passes the rest through."""
@@ -455,6 +781,74 @@ class Pipeline:
                 batch = min(remaining, 1024)
                 yield line * batch
                 remaining -= batch
+
+
+def _fair_shares(items: list[list[_Entry]], lines: int, size: int, min_share: int = 1) -> list[int]:
+    """How many of its first lines each item keeps: the largest number every item may keep (or all it has)
+    within `lines` and `size`, then one more for each item in turn while that still fits. An item shown in part
+    also costs the marker line that names its cut (an item cut whole joins its neighbours' gap). When that
+    number is under `min_share`, items in turn get `min_share` lines while they fit and the rest none: a few
+    items worth reading rather than every item's first line."""
+    prefixes = []  # bytes of each item's first k lines, k = 0..len
+    for entries in items:
+        prefix = [0]
+        for entry in entries:
+            prefix.append(prefix[-1] + len(entry.line) + 1)
+        prefixes.append(prefix)
+
+    def cost(index: int, share: int) -> tuple[int, int]:
+        marker = 0 < share < len(items[index])
+        return share + marker, prefixes[index][share] + MARKER_COST * marker
+
+    def total(shares: list[int]) -> tuple[int, int]:
+        costs = [cost(index, share) for index, share in enumerate(shares)]
+        return sum(count for count, _ in costs), sum(bytes_ for _, bytes_ in costs)
+
+    low, high = 0, max((len(entries) for entries in items), default=0)
+    while low < high:
+        share = (low + high + 1) // 2
+        used_lines, used_bytes = total([min(share, len(entries)) for entries in items])
+        if used_lines <= lines and used_bytes <= size:
+            low = share
+        else:
+            high = share - 1
+    shares = [min(low, len(entries)) for entries in items]
+    if low < min_share:
+        shares = [0] * len(items)
+        used_lines = used_bytes = 0
+        for index, entries in enumerate(items):
+            more_lines, more_bytes = cost(index, min(min_share, len(entries)))
+            if used_lines + more_lines <= lines and used_bytes + more_bytes <= size:
+                shares[index] = min(min_share, len(entries))
+                used_lines, used_bytes = used_lines + more_lines, used_bytes + more_bytes
+    used_lines, used_bytes = total(shares)
+    for index, entries in enumerate(items):
+        if shares[index] < len(entries):
+            before, after = cost(index, shares[index]), cost(index, shares[index] + 1)
+            if used_lines + after[0] - before[0] <= lines and used_bytes + after[1] - before[1] <= size:
+                used_lines += after[0] - before[0]
+                used_bytes += after[1] - before[1]
+                shares[index] += 1
+    return shares
+
+
+def _fill(template: str, values: dict[str, str]) -> str:
+    """`{name}` replaced by its value (empty if it was not found); a `[[...]]` part goes when each of its fields is
+    empty or 0 (`[[, +{body} lines]]`). One pass, so a value that looks like `{name}` stays as it is."""
+    def fill(text: str) -> str:
+        return _FIELD.sub(lambda field: values.get(field.group(1), ""), text)
+
+    def part(found: re.Match[str]) -> str:
+        if found.group(2) is not None:
+            return values.get(found.group(2), "")
+        names = _FIELD.findall(found.group(1))
+        return "" if names and all(values.get(name, "") in ("", "0") for name in names) else fill(found.group(1))
+
+    return _TEMPLATE.sub(part, template)
+
+
+def _span(first: int, last: int) -> str:
+    return f"raw line {first}" if first == last else f"raw lines {first}-{last}"
 
 
 def _group_key(path: str, by: str, depth: int) -> str:

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 BUILTIN_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "rules")
 # Bump when the plain form of a rule changes, so old caches are not read.
-CACHE_FORMAT = 2
+CACHE_FORMAT = 3
 
 
 def default_user_dir() -> str:
@@ -76,12 +76,10 @@ def read_cache(path: str, signature: Signature) -> Plain | None:
 
 def write_cache(path: str, signature: Signature, plain: Plain) -> None:
     """Write atomically; a cache that cannot be written only costs the next call a rebuild."""
+    from codeoid.paths import write_private
+
     try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        temporary = f"{path}.{os.getpid()}.tmp"
-        with open(temporary, "wb") as handle:
-            marshal.dump((CACHE_FORMAT, _marshalable(signature), plain), handle)
-        os.replace(temporary, path)
+        write_private(path, marshal.dumps((CACHE_FORMAT, _marshalable(signature), plain)))
     except OSError:
         pass
 

@@ -131,6 +131,17 @@ class Item(NamedTuple):
     tail: int = 0
     label: str = "lines"  # what the summary counts: "src/x.py: 40 hits in all, 35 lines not shown"
     summary: bool = True
+    # Named counts per item, each the lines matching its pattern: (("added", "^\\+"), ("removed", "^-")).
+    tally: tuple[tuple[str, str], ...] = ()
+    # An index at the top of the output, one line per item from this template ("{name} +{added} -{removed}");
+    # `index_title`, if set, heads it with the totals ("{items} files changed, +{added} -{removed}").
+    index_entry: str | None = None  # TOML `index`
+    index_title: str | None = None
+    # A digest: each item becomes one line from this template, its fields captured by `fields` (the first
+    # match of each pattern in the item; group 1, or the groups joined by spaces), `{lines}` its line count.
+    # Every line of the item that no `keep` pattern keeps is left out.
+    fields: tuple[tuple[str, str], ...] = ()
+    digest: str | None = None
 
 
 class Group(NamedTuple):
@@ -142,6 +153,40 @@ class Group(NamedTuple):
     # directory: group by the parent's first `depth` components below the first listed path's parent (the root
     # the listing started from), so `find /usr/lib/python3.11` groups by package, not all under /usr.
     depth: int = 1
+    # by = "section": a line matching this starts a section (`ls -R`'s "dir:"), group 1 naming it.
+    section: str | None = None
+    # A table at the top names every group with its entries by extension ("src/ 40 (35 *.py, 5 *.txt)") instead
+    # of one note at the end naming what each group left out.
+    extensions: bool = False
+
+
+class Columns(NamedTuple):
+    """Tables such as `ls -l`: of the first `fields` whitespace-separated columns of lines matching `row`, those
+    the same on every such line are named once and left out; the rows shown are then codeoid's (marked) lines."""
+
+    row: str
+    fields: int
+
+
+class Tier(NamedTuple):
+    """A class of lines the budget is spent on before the lines of later tiers (a diff's changed lines before
+    its context lines); `label` says what was cut ("context lines")."""
+
+    label: str
+    patterns: tuple[str, ...]
+
+
+class Budget(NamedTuple):
+    """The size a rule aims for once its other operations are done; lines the rule or the diagnostics keep, the
+    closing line and codeoid's own lines are never cut. Unset sizes come from the caller (`Thresholds`); 0 means
+    no limit. The rest is spent tier by tier, shared fairly between items (files, failures) within a tier."""
+
+    lines: int | None = None
+    bytes: int | None = None
+    tiers: tuple[Tier, ...] = ()
+    rest: str = "budget"  # what lines matching no tier are called when cut ("budget": not spelled out)
+    fair: bool = True  # share each tier between items (or listing groups); False: first lines first
+    min_share: int = 1  # fewer lines than this for every item: show whole shares of the first items instead
 
 
 class Rule(NamedTuple):
@@ -162,6 +207,8 @@ class Rule(NamedTuple):
     group: Group | None = None
     head: int | None = None
     tail: int = 0
+    budget: Budget = Budget()
+    columns: Columns | None = None
 
     def applies_to(self, invocation: Invocation) -> bool:
         return self.enabled and any(match.applies_to(invocation) for match in self.match)
@@ -173,8 +220,15 @@ class Rule(NamedTuple):
         fields["match"] = tuple(Match(**{key: tuple(value) for key, value in match.items()})
                                 for match in plain["match"])
         fields["collapse"] = tuple(Collapse(c["label"], tuple(c["patterns"]), c["keep"]) for c in plain["collapse"])
-        fields["item"] = Item(**{**plain["item"], "drop": tuple(plain["item"]["drop"])}) if plain["item"] else None
+        item = plain["item"]
+        fields["item"] = Item(**{**item, "drop": tuple(item["drop"]), "tally": tuple(map(tuple, item["tally"])),
+                                 "fields": tuple(map(tuple, item["fields"]))}) if item else None
         fields["group"] = Group(**plain["group"]) if plain["group"] is not None else None
+        fields["columns"] = Columns(**plain["columns"]) if plain.get("columns") else None
+        budget = plain["budget"]
+        fields["budget"] = Budget(budget["lines"], budget["bytes"],
+                                  tuple(Tier(tier["label"], tuple(tier["patterns"])) for tier in budget["tiers"]),
+                                  budget["rest"], budget["fair"], budget["min_share"])
         for key in ("keep", "drop"):
             fields[key] = tuple(plain[key])
         return cls(**fields)
@@ -182,12 +236,15 @@ class Rule(NamedTuple):
 
 _RULE_KEYS = {
     "name", "description", "enabled", "match", "keep", "diagnostics", "drop", "dedupe", "long_line", "collapse",
-    "item", "group", "head", "tail",
+    "item", "group", "head", "tail", "budget", "columns",
 }
 _MATCH_KEYS = {"program", "subcommand", "args_any", "args_none", "options_with_value"}
 _COLLAPSE_KEYS = {"label", "patterns", "keep"}
-_ITEM_KEYS = {"start", "key", "end", "drop", "count", "head", "tail", "label", "summary"}
-_GROUP_KEYS = {"by", "keep", "path", "depth"}
+_ITEM_KEYS = {"start", "key", "end", "drop", "count", "head", "tail", "label", "summary", "tally", "index",
+              "index_title", "fields", "digest"}
+_GROUP_KEYS = {"by", "keep", "path", "depth", "section", "extensions"}
+_BUDGET_KEYS = {"lines", "bytes", "tier", "rest", "fair", "min_share"}
+_TIER_KEYS = {"label", "patterns"}
 
 
 class _Checker:
@@ -274,6 +331,8 @@ def rule_from_table(table: Any) -> dict[str, Any]:
         "group": _group(check, table["group"]) if "group" in table else None,
         "head": check.count(table.get("head"), "head", allow_none=True),
         "tail": check.count(table.get("tail", 0), "tail"),
+        "budget": _budget(check, table.get("budget", {})),
+        "columns": _columns(check, table["columns"]) if "columns" in table else None,
     }
 
 
@@ -288,7 +347,7 @@ def _disabled(name: str) -> dict[str, Any]:
     """A rule that only switches off the rule of the same name from a lower layer."""
     return {"name": name, "description": "", "enabled": False, "match": [], "keep": [],
             "diagnostics": True, "drop": [], "dedupe": True, "long_line": None, "collapse": [], "item": None,
-            "group": None, "head": None, "tail": 0}
+            "group": None, "head": None, "tail": 0, "budget": _budget(_Checker({}), {}), "columns": None}
 
 
 def _list_of(table: dict[str, Any], key: str) -> list[Any]:
@@ -329,16 +388,71 @@ def _item(check: _Checker, value: Any) -> dict[str, Any]:
         "tail": check.count(item.get("tail", 0), "item.tail"),
         "label": label,
         "summary": check.flag(item.get("summary", True), "item.summary"),
+        "tally": _named_patterns(check, item.get("tally", {}), "item.tally"),
+        "index_entry": _template(item.get("index"), "item.index"),
+        "index_title": _template(item.get("index_title"), "item.index_title"),
+        "fields": _named_patterns(check, item.get("fields", {}), "item.fields"),
+        "digest": _template(item.get("digest"), "item.digest"),
+    }
+
+
+def _named_patterns(check: _Checker, value: Any, key: str) -> list[list[str]]:
+    """`{ added = '^\\+', removed = '^-' }` as [[name, pattern], ...], in the file's order."""
+    table = check.table_of(value, key, set(value) if isinstance(value, dict) else set())
+    for name in table:
+        if not name.isidentifier():
+            raise ValueError(f"{key}.{name}: names are letters, digits and underscores")
+    return [[name, check.pattern(pattern, f"{key}.{name}")] for name, pattern in table.items()]
+
+
+def _template(value: Any, key: str) -> str | None:
+    if value is not None and not isinstance(value, str):
+        raise ValueError(f"{key} must be a string such as \"{{name}}: {{hits}} hits\"")
+    return value
+
+
+def _columns(check: _Checker, value: Any) -> dict[str, Any]:
+    columns = check.table_of(value, "columns", {"row", "fields"})
+    if "row" not in columns or "fields" not in columns:
+        raise ValueError("columns needs row (a pattern) and fields (how many leading columns)")
+    return {"row": check.pattern(columns["row"], "columns.row"), "fields": check.count(columns["fields"],
+                                                                                       "columns.fields")}
+
+
+def _budget(check: _Checker, value: Any) -> dict[str, Any]:
+    budget = check.table_of(value, "budget", _BUDGET_KEYS)
+    tiers = []
+    for index, tier in enumerate(budget.get("tier", [])):
+        where = f"budget.tier[{index}]"
+        tier = check.table_of(tier, where, _TIER_KEYS)
+        if not isinstance(tier.get("label"), str) or "patterns" not in tier:
+            raise ValueError(f"{where} needs a label and patterns")
+        tiers.append({"label": tier["label"],
+                      "patterns": check.strings(tier["patterns"], f"{where}.patterns", patterns=True)})
+    rest = budget.get("rest", "budget")
+    if not isinstance(rest, str):
+        raise ValueError("budget.rest must be a string")
+    return {
+        "lines": check.count(budget.get("lines"), "budget.lines", allow_none=True),
+        "bytes": check.count(budget.get("bytes"), "budget.bytes", allow_none=True),
+        "tiers": tiers,
+        "rest": rest,
+        "fair": check.flag(budget.get("fair", True), "budget.fair"),
+        "min_share": check.count(budget.get("min_share", 1), "budget.min_share"),
     }
 
 
 def _group(check: _Checker, value: Any) -> dict[str, Any]:
     group = check.table_of(value, "group", _GROUP_KEYS)
-    if group.get("by") not in ("extension", "directory"):
-        raise ValueError('group.by must be "extension" or "directory"')
+    if group.get("by") not in ("extension", "directory", "section"):
+        raise ValueError('group.by must be "extension", "directory" or "section"')
+    if (group["by"] == "section") != ("section" in group):
+        raise ValueError('group.section (the pattern of a section\'s first line) goes with by = "section"')
     return {
         "by": group["by"],
         "keep": check.count(group.get("keep", 5), "group.keep"),
         "path": check.pattern(group["path"], "group.path") if "path" in group else None,
         "depth": check.count(group.get("depth", 1), "group.depth"),
+        "section": check.pattern(group["section"], "group.section") if "section" in group else None,
+        "extensions": check.flag(group.get("extensions", False), "group.extensions"),
     }

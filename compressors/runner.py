@@ -3,7 +3,7 @@
     codeoid-compress -- git diff                       run a command (its stdin, stderr and exit status are its own)
     git diff | codeoid-compress --command 'git diff'   filter a pipe, naming the command that wrote it
     ... > >(codeoid-compress --tool-use-id ID --project-dir DIR --command CMD)
-                                                        what the PreToolUse rewrite runs (`codeoid.bash_wrapper`)
+                                                        what the PreToolUse rewrite runs (`bash_wrapper`)
 
 The compressed text ends with a footer naming the raw output's id. Stderr is never touched, and the exit status
 is the command's. Whenever this program cannot do its job (no rule applies, the store is unavailable, the engine
@@ -19,8 +19,11 @@ import select
 import shlex
 import signal
 import sys
-from collections.abc import Sequence
-from typing import Protocol
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from codeoid.compressors.engine import Thresholds
 
 READ_BYTES = 1 << 20
 SIGNALS = (signal.SIGTERM, signal.SIGINT)
@@ -105,7 +108,7 @@ def _sink_for(args: argparse.Namespace, command: str) -> Sink:
     """A relay through the rule that applies, or a passthrough when there is none or it cannot be set up."""
     try:
         from codeoid import paths
-        from codeoid.compressors.loader import load_rules
+        from codeoid.compressors.loader import load_rules, report_errors
         from codeoid.compressors.relay import RawOutputSpec, Relay
         from codeoid.exclusions import excluded_by
         from codeoid.store.raw import raw_output_id_for
@@ -115,14 +118,28 @@ def _sink_for(args: argparse.Namespace, command: str) -> Sink:
         if excluded_by(project_dir):
             return Passthrough()  # an excluded project: nothing is archived, so nothing may be left out
         rules = load_rules(project_dir=project_dir, cache_dir=paths.cache_dir())
+        report_errors(rules, to_stderr=args.tool_use_id is None)  # by hand, not under the rewrite
         rule = rules.named(args.rule) if args.rule else rules.for_command(command)
         if rule is None:
             return Passthrough()
         spec = RawOutputSpec(raw_output_id_for(args.tool_use_id), command, cwd, project_dir, args.tool_use_id)
-        return Relay(rule, spec)
+        return Relay(rule, spec, thresholds=thresholds_from(os.environ))
     except Exception:  # noqa: BLE001 - whatever is broken, the command's output still gets through
         _log_failure("setting up")
         return Passthrough()
+
+
+def thresholds_from(env: Mapping[str, str]) -> Thresholds:
+    """The engine's defaults, with the global budget (for rules whose TOML sets none) from CODEOID_BUDGET_LINES
+    and CODEOID_BUDGET_BYTES; a value that is not a whole number is ignored."""
+    from codeoid.compressors.engine import Thresholds
+
+    budget = {}
+    for key, name in (("budget_lines", "CODEOID_BUDGET_LINES"), ("budget_bytes", "CODEOID_BUDGET_BYTES")):
+        value = env.get(name, "").strip()
+        if value.isdigit():
+            budget[key] = int(value)
+    return Thresholds()._replace(**budget)
 
 
 def _catch_signals() -> int:

@@ -15,6 +15,8 @@ import os
 import zlib
 from collections.abc import Mapping
 
+from codeoid import paths
+
 MINIMUM = (4, 4)
 SEARCHED_DIRECTORIES = ("/bin", "/usr/bin", "/usr/local/bin", "/opt/homebrew/bin")
 
@@ -52,11 +54,7 @@ def wrappable_bash(env: Mapping[str, str], cache_dir: str) -> bool:
         return False  # asking failed (a loaded machine, a signal): step aside this once, ask again next time
     verdict = "ok" if version >= MINIMUM else "too old"
     try:
-        os.makedirs(cache_dir, mode=0o700, exist_ok=True)
-        temporary = f"{marker}.{os.getpid()}.tmp"
-        with open(temporary, "w", encoding="ascii") as file:
-            file.write(verdict)
-        os.replace(temporary, marker)
+        paths.write_private(marker, verdict.encode("ascii"))
     except OSError:
         pass
     return verdict == "ok"

@@ -1,4 +1,4 @@
-"""From hook stdin to the store: parse tolerantly, then hand the event to `codeoid.ingest`.
+"""From hook stdin to the store: parse tolerantly, then hand the event to `codeoid.capture.ingest`.
 
 Input that cannot be read at all is quarantined (kept, never shown to the session) and the reason logged.
 """
@@ -11,10 +11,10 @@ import re
 import time
 
 from codeoid import exclusions, paths
-from codeoid.events import ENV_KEYS, HANDLERS
-from codeoid.ingest import write
+from codeoid.capture.events import ENV_KEYS, HANDLERS
+from codeoid.capture.ingest import write
+from codeoid.capture.spool import SpooledEvent
 from codeoid.log import log
-from codeoid.spool import SpooledEvent
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -1,10 +1,11 @@
 """PreToolUse on Bash: run the command through `codeoid-compress` where a rule applies and it is safe.
 
 The answer is either nothing (Claude Code runs the command untouched, judged by its own rules) or `allow` with
-`updatedInput` holding the wrapper (`codeoid.bash_wrapper`) and every other input field echoed. It is `allow` or
-nothing because a rewrite without a decision would make Claude Code judge, and show the user, the wrapper text
-instead of the command; `allow` is given only where the original was already allowed (`permissions`): by the
-user's allow rules, by the mode, or as a read-only command Claude Code runs unasked (`read_only`).
+`updatedInput` holding the wrapper (`codeoid.compressors.bash_wrapper`) and every other input field echoed.
+It is `allow` or nothing because a rewrite without a decision would make Claude Code judge, and show the user,
+the wrapper text instead of the command; `allow` is given only where the original was already allowed
+(`permissions`): by the user's allow rules, by the mode, or as a read-only command Claude Code runs unasked
+(`read_only`).
 
 This runs before every Bash call, so it is kept light: no store, no rule files (the rule loader reads its
 precompiled cache), no subprocess (but one `bash -c` per new bash binary, remembered). The permission rules are
@@ -32,6 +33,15 @@ if TYPE_CHECKING:
 
     from codeoid.hooks.shell_facts import ShellFacts
 
+# Why `decide` wrapped a call or stepped aside.
+WRAPPED = "wrapped"
+NOT_BASH = "not a Bash call"
+BACKGROUND = "run in the background"
+NO_RULE = "no rule"
+EXCLUDED = "excluded project"
+SETUP = "codeoid-compress or bash missing"
+NOT_ALLOWED = "not allowed by the permission rules"
+CONSTRUCT = "stepped aside for a construct"
 # Past this the wrapper (which carries the command twice) nears the kernel's limit on one argument.
 MAX_COMMAND_CHARS = 32_000
 # Builtins that act on the shell around the wrapper: its descriptors, traps, jobs, or how the rest is parsed.
@@ -73,59 +83,67 @@ def run(raw: bytes) -> str | None:
 
 def rewrite(payload: dict[str, Any], env: Mapping[str, str]) -> dict[str, Any] | None:
     """The hook answer that wraps this Bash call, or None to step aside."""
+    return decide(payload, env)[0]
+
+
+def decide(payload: dict[str, Any], env: Mapping[str, str]) -> tuple[dict[str, Any] | None, str]:
+    """The hook answer (or None) and why: `WRAPPED` or the reason it stepped aside (`codeoid discover` replays
+    this over stored calls to say what compression missed, so every way out names its reason)."""
     tool_input = payload.get("tool_input")
     tool_use_id = payload.get("tool_use_id")
     if payload.get("tool_name") != "Bash" or not isinstance(tool_input, dict) or not isinstance(tool_use_id, str):
-        return None
+        return None, NOT_BASH
     command = tool_input.get("command")
     if not isinstance(command, str) or not tool_use_id or tool_input.get("run_in_background"):
-        return None
+        return None, BACKGROUND
     if not command.strip() or len(command) > MAX_COMMAND_CHARS or "\0" in command:
-        return None
+        return None, CONSTRUCT
     project_dir = env.get("CLAUDE_PROJECT_DIR") or _str(payload.get("cwd")) or os.getcwd()
     cache_dir = paths.cache_dir()
     from codeoid.compressors.rule_files import current_cache, programs_of
 
     cached = current_cache(project_dir=project_dir, cache_dir=cache_dir)
     if cached is not None and not _may_name_a_rule_program(command, programs_of(cached)):
-        return None  # decided with `os` and `marshal` alone: most commands stop here
+        return None, NO_RULE  # decided with `os` and `marshal` alone: most commands stop here
     from codeoid.exclusions import excluded_by
 
     if excluded_by(project_dir):
-        return None  # compressing would archive the output in a project the user keeps out of codeoid
-    from codeoid import bash_wrapper
-    from codeoid.hook_table import installed_executable
+        return None, EXCLUDED  # compressing would archive the output in a project the user keeps out of codeoid
+    from codeoid.compressors import bash_wrapper
     from codeoid.hooks import bash_shell, permissions
     from codeoid.log import log
+    from codeoid.setup.hook_table import installed_executable
 
     if bash_wrapper.is_wrapped(command) or _ends_in_line_continuation(command):
-        return None
+        return None, CONSTRUCT
     compressor = installed_executable(bash_wrapper.COMPRESSOR)
     if not os.path.exists(compressor) or not bash_shell.wrappable_bash(env, cache_dir):
-        return None
+        return None, SETUP
     mode = payload.get("permission_mode")
     try:
         rules = permissions.load_rules(project_dir, env)
     except permissions.Unsure as reason:
         log("rewrite", f"{tool_use_id}: not rewritten, permissions unclear: {reason}")
-        return None
+        return None, NOT_ALLOWED
     if not permissions.could_allow(mode, rules):
-        return None  # decided before the parser and the rules are even imported: the common case is cheap
+        return None, NOT_ALLOWED  # decided before the parser and the rules are even imported: the common case is cheap
     from codeoid.compressors import command as shell_command
-    from codeoid.compressors.loader import load_rules, rule_set
+    from codeoid.compressors.loader import load_rules, report_errors, rule_set
     from codeoid.hooks import shell_facts
 
     parsed = shell_command.parse(command)
     if not parsed.understood or parsed.background or parsed.stdout_redirected or parsed.invocation is None:
-        return None
+        return None, CONSTRUCT
     facts = shell_facts.read(command)
     if not facts.understood or _unsafe_to_wrap(command, facts):
-        return None
+        return None, CONSTRUCT
     rule_book = rule_set(cached) if cached is not None else load_rules(project_dir=project_dir, cache_dir=cache_dir)
+    report_errors(rule_book, to_stderr=False)  # a hook never prints: the log says it, once per change
     rule = rule_book.match(parsed.invocation)
-    if rule is None or not permissions.may_allow(command, facts, mode, rules, cwd=_str(payload.get("cwd")),
-                                                 project_dir=project_dir):
-        return None
+    if rule is None:
+        return None, NO_RULE
+    if not permissions.may_allow(command, facts, mode, rules, cwd=_str(payload.get("cwd")), project_dir=project_dir):
+        return None, NOT_ALLOWED
     home = paths.data_dir_location() if env.get("CODEOID_HOME") else None
     wrapped = bash_wrapper.wrap(command, tool_use_id=tool_use_id, compressor=compressor, project_dir=project_dir,
                                 codeoid_home=home)
@@ -137,7 +155,7 @@ def rewrite(payload: dict[str, Any], env: Mapping[str, str]) -> dict[str, Any] |
                                         "allowed by your permission rules or mode, or as a read-only command",
             "updatedInput": {**tool_input, "command": wrapped},
         }
-    }
+    }, WRAPPED
 
 
 def _may_name_a_rule_program(command: str, programs: frozenset[str]) -> bool:

@@ -14,7 +14,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.types import ToolAnnotations
 
 from codeoid.mcp_server.tools import MemoryTools
-from codeoid.ranking import vector_enabled
+from codeoid.memory.ranking import vector_enabled
 
 INSTRUCTIONS = (
     "codeoid keeps every turn of this workspace's Claude Code sessions verbatim, including turns that have left "
@@ -52,7 +52,7 @@ def _start_indexer() -> None:
         stop = threading.Event()
         if stop.wait(INDEXER_DELAY_SECONDS):
             return
-        from codeoid.indexer import run_forever
+        from codeoid.memory.indexer import run_forever
 
         run_forever(stop, delay=0)
 
@@ -60,10 +60,10 @@ def _start_indexer() -> None:
 
 
 def _start_index_builder(project_dir: str) -> None:
-    """The workspace index builder on a daemon thread; hooks inject what it saves (`codeoid.index_builder`)."""
+    """The workspace index builder on a daemon thread; hooks inject what it saves (`codeoid.memory.index_builder`)."""
 
     def run() -> None:
-        from codeoid.index_builder import run_forever
+        from codeoid.memory.index_builder import run_forever
 
         run_forever(threading.Event(), project_dir, delay=INDEXER_DELAY_SECONDS)
 

@@ -18,7 +18,8 @@ from typing import Annotated
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
-from codeoid import exclusions, ingest, retrieval
+from codeoid import exclusions
+from codeoid.capture import ingest
 from codeoid.fork.lineage import lineage_notes
 from codeoid.log import log
 from codeoid.mcp_server.pages import (
@@ -32,15 +33,16 @@ from codeoid.mcp_server.pages import (
     share_budget,
     split_lines,
 )
-from codeoid.render import one_line
+from codeoid.memory import retrieval
 from codeoid.store import db as store_db
 from codeoid.store import ledger, queries, raw
 from codeoid.store.queries import Row
+from codeoid.text import one_line
 from codeoid.workspace import identify
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from codeoid.vector_index import Hit
+    from codeoid.memory.vector_index import Hit
 
 MAX_RECALL_LIMIT = 50
 MAX_TIMELINE_LIMIT = 200
@@ -157,6 +159,10 @@ class MemoryTools:
                     raise ToolError(f"No raw output {wanted} in this workspace.")
                 if queries.raw_output_retracted(db, wanted):
                     raise ToolError(RETRACTED.format(what=f"Raw output {wanted}"))
+                if found.expired_at is not None:
+                    raise ToolError(f"Raw output {wanted}: raw expired (its {found.stdout_size:,} bytes were dropped "
+                                    "to keep the data dir under its disk budget); the episode's compressed text "
+                                    "remains.")
                 text = _raw_output_text(db, found, start_line, end_line, output_budget())
                 self._charge_back(db, wanted, text, reader="get_episode", start_line=start_line,
                                   end_line=end_line)

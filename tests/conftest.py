@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import subprocess
@@ -68,3 +69,43 @@ def store(codeoid_home: Path) -> Iterator[Any]:
     connection = db.connect()
     yield connection
     connection.close()
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A 16 MB tmpfs as CODEOID_HOME's disk, unmounted afterwards."""
+    mountpoint = tmp_path / "disk"
+    mountpoint.mkdir()
+    try:
+        mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(mountpoint)],
+                                 capture_output=True, text=True, timeout=30)
+    except OSError as error:
+        pytest.skip(f"cannot mount a tmpfs to fill up: {error}")
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs to fill up (needs root): {mounted.stderr.strip()}")
+    home = mountpoint / "home"
+    monkeypatch.setenv("CODEOID_HOME", str(home))
+    try:
+        yield home
+    finally:
+        subprocess.run(["umount", str(mountpoint)], check=False, timeout=30)
+
+
+def fill_disk(path: Path) -> int:
+    """Write zeros to `path` until the disk says ENOSPC; return how many bytes fitted."""
+    written = 0
+    chunk = b"\0" * 65536
+    with path.open("wb", buffering=0) as file:
+        while True:
+            try:
+                written += file.write(chunk) or 0
+            except OSError as error:
+                assert error.errno == errno.ENOSPC
+                break
+        for size in (4096, 512, 1):  # the last partial blocks too
+            while True:
+                try:
+                    written += file.write(b"\0" * size) or 0
+                except OSError:
+                    break
+    return written

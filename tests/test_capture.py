@@ -253,6 +253,7 @@ def test_a_large_result_is_kept_whole_in_text_and_response(codeoid_home: Path, p
 
 
 def test_events_spots_the_wrapper_by_the_prefix_the_wrapper_uses() -> None:
-    from codeoid import bash_wrapper, events
+    from codeoid.capture import events
+    from codeoid.compressors import bash_wrapper
 
     assert events.WRAPPER_NAME_PREFIX == bash_wrapper.NAME_PREFIX

@@ -16,8 +16,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from codeoid import chroma_server
-from codeoid.vector_index import (
+from codeoid.memory import chroma_server
+from codeoid.memory.vector_index import (
     Chunk,
     VectorIndex,
     VectorIndexUnavailable,
@@ -104,7 +104,7 @@ def test_server_listens_on_loopback_only_outside_the_callers_process_tree(home: 
 
 def test_a_fresh_process_reopens_the_collection_and_finds_what_another_process_added(home: Path) -> None:
     run_python(f"""
-        from codeoid.vector_index import Chunk, VectorIndex
+        from codeoid.memory.vector_index import Chunk, VectorIndex
         STORE = {STORE!r}
         VectorIndex(store=STORE).add_chunks({WORKSPACE!r}, [
             Chunk(41, 0, 1, 30, "pytest: FAILED tests/test_parser.py::test_quotes - KeyError: 'user_id'"),
@@ -114,7 +114,7 @@ def test_a_fresh_process_reopens_the_collection_and_finds_what_another_process_a
     """)
     found = json.loads(run_python(f"""
         import json
-        from codeoid.vector_index import VectorIndex
+        from codeoid.memory.vector_index import VectorIndex
         STORE = {STORE!r}
         hits = VectorIndex(store=STORE).query("which test failed with a KeyError?", {WORKSPACE!r}, n=3)
         print(json.dumps([[h.episode_id, h.chunk, h.start_line, h.end_line, h.document] for h in hits]))
@@ -124,8 +124,8 @@ def test_a_fresh_process_reopens_the_collection_and_finds_what_another_process_a
     # A bare Chroma client rebuilds codeoid's registered embedding function from the collection's config.
     bare = json.loads(run_python(f"""
         import json, chromadb
-        import codeoid.chroma_embedding
-        from codeoid.chroma_server import server_url
+        import codeoid.memory.chroma_embedding
+        from codeoid.memory.chroma_server import server_url
         port = int(server_url().rsplit(":", 1)[1])
         collection = chromadb.HttpClient(host="127.0.0.1", port=port).get_collection({collection_name(WORKSPACE)!r})
         print(json.dumps(collection.query(query_texts=["grocery shopping list"], n_results=1)["ids"][0]))
@@ -137,7 +137,7 @@ def test_two_processes_starting_the_server_at_once_get_one_server(home: Path) ->
     starters = [start_python("""
         import json
         from dataclasses import asdict
-        from codeoid.chroma_server import ensure_server
+        from codeoid.memory.chroma_server import ensure_server
         print(json.dumps(asdict(ensure_server())))
     """) for _ in range(3)]
     infos = []
@@ -154,9 +154,9 @@ def test_four_concurrent_writer_processes_lose_nothing(home: Path) -> None:
     go = home / "go"
     writer = """
         import os, sys, time
-        from codeoid.vector_index import Chunk, VectorIndex
+        from codeoid.memory.vector_index import Chunk, VectorIndex
         writer = int(sys.argv[1])
-        from codeoid.embedding import default_embedder
+        from codeoid.memory.embedding import default_embedder
         index = VectorIndex(store="b2" * 16)
         chunks = [Chunk(writer * 1000 + i, 0, 1, 1, f"writer {writer} episode {i}: ran the tests, {i % 7} failed")
                   for i in range(120)]
@@ -280,10 +280,10 @@ def test_a_team_url_is_used_as_is_and_no_local_server_starts(
 
 
 def test_the_watchdog_module_stays_light() -> None:
-    """`python -m codeoid.chroma_server` lives as long as the server: it must not carry chromadb or numpy."""
+    """`python -m codeoid.memory.chroma_server` lives as long as the server: it must not carry chromadb or numpy."""
     loaded = run_python("""
         import sys
-        import codeoid.chroma_server
+        import codeoid.memory.chroma_server
         print(" ".join(name for name in ("chromadb", "numpy", "onnxruntime", "httpx") if name in sys.modules))
     """)
     assert loaded.strip() == ""

@@ -101,6 +101,54 @@ def test_a_pipe_named_with_command_is_filtered_and_the_raw_id_comes_from_the_too
     assert raw_outputs()[0]["exit_status"] is None  # inside a pipe it cannot see; PostToolUse fills it in
 
 
+BROKEN_RULE_FILE = '[[rule]]\nname = "unterminated\nmatch = { program = ["seq"] }\n'
+
+
+def codeoid_log(codeoid_home: Path) -> str:
+    path = codeoid_home / "logs" / "codeoid.log"
+    return path.read_text() if path.exists() else ""
+
+
+def test_a_broken_rule_file_by_hand_is_one_stderr_line_and_a_log_line_and_the_other_rules_still_apply(
+        project: Path, codeoid_home: Path) -> None:
+    (project / ".codeoid" / "rules" / "bad.toml").write_text(BROKEN_RULE_FILE)
+
+    done = compress("--", "seq", "1", "2000")
+
+    errors = done.stderr.decode().splitlines()
+    assert len(errors) == 1 and "bad.toml:2: invalid TOML" in errors[0] and errors[0].startswith("codeoid-compress:")
+    assert done.returncode == 0 and MARKER in done.stdout  # the good project rule (and the built-ins) still apply
+    assert "bad.toml:2: invalid TOML" in codeoid_log(codeoid_home)
+    again = compress("--", "seq", "1", "2000")
+    assert again.stderr == done.stderr  # said each time by hand; logged once per change of the file
+    assert codeoid_log(codeoid_home).count("bad.toml:2") == 1
+
+
+def test_under_the_rewrite_a_broken_rule_file_is_logged_and_stderr_stays_the_commands_own(
+        project: Path, codeoid_home: Path) -> None:
+    (project / ".codeoid" / "rules" / "bad.toml").write_text(BROKEN_RULE_FILE)
+
+    done = compress("--tool-use-id", "toolu_bad_rules", "--", "seq", "1", "2000")
+
+    assert done.stderr == b"" and MARKER in done.stdout
+    assert "bad.toml:2: invalid TOML" in codeoid_log(codeoid_home)
+
+
+def test_the_global_budget_comes_from_the_environment_for_rules_without_their_own(
+        tmp_path: Path, codeoid_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = seq_rule_project(tmp_path, monkeypatch)
+    rule = '[[rule]]\nname = "seq-all"\nmatch = { program = ["seq"] }\n'  # no budget of its own
+    (root / ".codeoid" / "rules" / "test.toml").write_text(rule)
+
+    default = compress("--", "seq", "1", "2000").stdout
+    tight = compress("--", "seq", "1", "2000", env={**os.environ, "CODEOID_BUDGET_LINES": "10"}).stdout
+
+    def kept(out: bytes) -> list[bytes]:
+        return [line for line in out.split(b"\n") if line and not line.startswith(MARKER)]
+    assert len(kept(default)) == 60 - 1 and len(kept(tight)) == 10 - 1  # a cut's marker line counts too
+    assert MARKER + b"1941 lines cut, raw lines 59-1999" in default.split(b"\n")
+
+
 def test_small_output_passes_through_unchanged_and_is_not_archived(project: Path) -> None:
     done = compress("--", "seq", "1", "30")
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from codeoid.embedding import EmbeddingModelError, MiniLMEmbedder, default_embedder
+from codeoid.memory.embedding import EmbeddingModelError, MiniLMEmbedder, default_embedder
 
 REFERENCE = Path(__file__).parent / "fixtures" / "embedding" / "reference.json"
 
@@ -140,7 +140,7 @@ def test_the_shipped_tokenizer_carries_its_license() -> None:
 def test_chroma_rebuilds_the_embedding_function_from_its_stored_config() -> None:
     from chromadb.utils.embedding_functions import known_embedding_functions
 
-    from codeoid.chroma_embedding import CodeoidEmbeddingFunction
+    from codeoid.memory.chroma_embedding import CodeoidEmbeddingFunction
 
     function = CodeoidEmbeddingFunction()
     assert known_embedding_functions["codeoid"] is CodeoidEmbeddingFunction
@@ -151,7 +151,7 @@ def test_chroma_rebuilds_the_embedding_function_from_its_stored_config() -> None
 
 
 def test_a_collection_made_by_another_model_is_refused() -> None:
-    from codeoid.chroma_embedding import CodeoidEmbeddingFunction
+    from codeoid.memory.chroma_embedding import CodeoidEmbeddingFunction
 
     config = CodeoidEmbeddingFunction().get_config()
     other_build = {**config, "settings": {**config["settings"], "model_sha256": "0" * 64}}

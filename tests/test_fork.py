@@ -15,8 +15,8 @@ from conftest import executable
 from test_capture import Session, assistant_line, text
 from test_mcp_server import Memory, serve
 
-from codeoid import bash_wrapper
 from codeoid.cli import cli
+from codeoid.compressors import bash_wrapper
 from codeoid.fork import claude
 from codeoid.fork.canonical import session_turns
 from codeoid.fork.fork import ForkRequest, create_fork

@@ -14,7 +14,7 @@ import pytest
 from codeoid.fork import codex, gemini
 from codeoid.fork.launch import McpServer, mcp_tool
 from codeoid.fork.turns import ToolCall, Turn, UserMessage
-from codeoid.json_config import BACKUP_MARK, InstallError
+from codeoid.setup.json_config import BACKUP_MARK, InstallError
 
 NOW = datetime(2026, 11, 30, 9, 8, 7, 654000, tzinfo=UTC)
 MCP = McpServer("/opt/codeoid venv/bin/codeoid-mcp", env={"CODEOID_HOME": '/data/"codeoid" ünï'})

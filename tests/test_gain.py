@@ -25,7 +25,7 @@ from test_mcp_server import Memory, serve
 from codeoid import paths
 from codeoid.compressors.loader import load_rules
 from codeoid.compressors.relay import RawOutputSpec, Relay
-from codeoid.store import db, raw
+from codeoid.store import db
 from codeoid.store.migrations import migrate
 
 GIT = ["git", "-c", "user.email=dev@example.com", "-c", "user.name=dev"]
@@ -252,7 +252,11 @@ def test_a_store_from_the_m004_schema_upgrades_and_its_old_outputs_claim_no_savi
     paths.ensure_private_dir(os.path.dirname(paths.database_path()))
     old = sqlite3.connect(paths.database_path(), isolation_level=None)
     migrate(old, upto="m004_vector_index")
-    raw.store_raw_output(old, "raw-before-ledger", command="git diff", stdout=b"x\n" * 5000, exit_status=0)
+    # Written as that version wrote it (today's writer needs today's schema).
+    old.execute("INSERT INTO raw_outputs (id, command, exit_status, stdout_size, complete, created_at)"
+                " VALUES ('raw-before-ledger', 'git diff', 0, 10000, 1, 1.0)")
+    old.execute("INSERT INTO raw_chunks (raw_output_id, seq, data) VALUES ('raw-before-ledger', 0, ?)",
+                (b"x\n" * 5000,))
     old.close()
 
     done = compress("--", "seq", "1", "3000", cwd=seq_project)

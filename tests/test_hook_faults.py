@@ -7,7 +7,6 @@ a damaged spool, and a hostile umask. After each fault the store is checked with
 
 from __future__ import annotations
 
-import errno
 import json
 import os
 import sqlite3
@@ -22,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import HookResult, executable, run_hook
+from conftest import HookResult, executable, fill_disk, run_hook
 
 EVENTS = ["SessionStart", "UserPromptSubmit", "PostToolUse", "PostToolUseFailure", "Stop", "StopFailure",
           "SubagentStop", "PreCompact", "SessionEnd"]
@@ -642,46 +641,6 @@ def test_index_corruption_found_on_write_quarantines_the_store(codeoid_home: Pat
 
 
 # ---------------------------------------------------------------- 5. a full disk
-
-
-@pytest.fixture
-def small_disk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """A 16 MB tmpfs as CODEOID_HOME's disk, unmounted afterwards."""
-    mountpoint = tmp_path / "disk"
-    mountpoint.mkdir()
-    try:
-        mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(mountpoint)],
-                                 capture_output=True, text=True, timeout=30)
-    except OSError as error:
-        pytest.skip(f"cannot mount a tmpfs to fill up: {error}")
-    if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs to fill up (needs root): {mounted.stderr.strip()}")
-    home = mountpoint / "home"
-    monkeypatch.setenv("CODEOID_HOME", str(home))
-    try:
-        yield home
-    finally:
-        subprocess.run(["umount", str(mountpoint)], check=False, timeout=30)
-
-
-def fill_disk(path: Path) -> int:
-    """Write zeros to `path` until the disk says ENOSPC; return how many bytes fitted."""
-    written = 0
-    chunk = b"\0" * 65536
-    with path.open("wb", buffering=0) as file:
-        while True:
-            try:
-                written += file.write(chunk) or 0
-            except OSError as error:
-                assert error.errno == errno.ENOSPC
-                break
-        for size in (4096, 512, 1):  # the last partial blocks too
-            while True:
-                try:
-                    written += file.write(b"\0" * size) or 0
-                except OSError:
-                    break
-    return written
 
 
 def test_full_disk_spools_on_the_reserve_and_loses_nothing(small_disk: Path, project: Path) -> None:

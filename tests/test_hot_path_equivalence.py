@@ -12,7 +12,7 @@ from fnmatch import fnmatchcase
 
 import pytest
 
-from codeoid import bash_wrapper
+from codeoid.compressors import bash_wrapper
 from codeoid.compressors.rules import glob_match
 from codeoid.hooks import permissions, pre_tool_use
 from codeoid.records import NamedTuple

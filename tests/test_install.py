@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from codeoid.doctor import Finding, doctor_report
-from codeoid.hook_table import (
+from codeoid.setup.doctor import Finding, doctor_report
+from codeoid.setup.hook_table import (
     ALLOW_RULE,
     HOOK_TABLE,
     hook_command,
@@ -25,8 +25,8 @@ from codeoid.hook_table import (
     is_codeoid_handler,
     parse_command,
 )
-from codeoid.install import InstallError, install, uninstall
-from codeoid.json_config import BACKUP_MARK
+from codeoid.setup.install import InstallError, install, uninstall
+from codeoid.setup.json_config import BACKUP_MARK
 
 REPO = Path(__file__).resolve().parent.parent
 TABLE_EVENTS = [registration.event for registration in HOOK_TABLE]
@@ -543,6 +543,19 @@ def test_doctor_is_content_with_a_fresh_install(home: Path, bin_dir: Path) -> No
     assert "The MCP server codeoid is registered" in oks
     assert "No events wait in the spool." in oks
     assert any(finding.sentence.startswith("codeoid ") for finding in report)
+
+
+def test_doctor_fails_on_a_broken_rule_file_naming_its_file_and_line(home: Path, bin_dir: Path,
+                                                                     project: Path) -> None:
+    install(home=home, bin_dir=bin_dir)
+    rules = project / ".codeoid" / "rules"
+    rules.mkdir(parents=True)
+    (rules / "bad.toml").write_text('[[rule]]\nname = "unterminated\n')
+
+    failures = _statuses(doctor_report(home=home, project_dir=project), "fail")
+
+    assert f"Rule file {rules / 'bad.toml'}:2: invalid TOML" in failures
+    assert "the built-in rules and your other rules still apply" in failures
 
 
 def test_doctor_names_hooks_whose_executable_is_gone(home: Path, bin_dir: Path) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from codeoid.privacy import Policy
+from codeoid.memory.privacy import Policy
 
 SECRETS = {
     "aws-access-key": "AKIAIOSFODNN7EXAMPLE",

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from test_mcp_server import Memory
 
-from codeoid.chunking import chunk_text
-from codeoid.ranking import RecallWeights, fuse, path_overlap, query_paths
+from codeoid.memory.chunking import chunk_text
+from codeoid.memory.ranking import RecallWeights, fuse, path_overlap, query_paths
 from codeoid.store import db as store_db
 from codeoid.store import vector_progress
 from codeoid.workspace import identify

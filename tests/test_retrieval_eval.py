@@ -14,8 +14,8 @@ import pytest
 from test_mcp_server import Memory
 from test_memory_index import memory  # noqa: F401  (the fixture: a data dir whose Chroma server is stopped after)
 
-from codeoid.indexer import Indexer
-from codeoid.ranking import RecallWeights
+from codeoid.memory.indexer import Indexer
+from codeoid.memory.ranking import RecallWeights
 from codeoid.store import queries
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks" / "retrieval"))

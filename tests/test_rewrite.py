@@ -20,7 +20,7 @@ from typing import Any, NamedTuple
 import pytest
 from conftest import executable, run_hook
 
-from codeoid import bash_wrapper
+from codeoid.compressors import bash_wrapper
 from codeoid.hooks import bash_shell, permissions, shell_facts
 from codeoid.hooks.permissions import Rules
 
@@ -509,6 +509,17 @@ def test_hook_allows_a_read_only_command_claude_code_runs_unasked_without_any_ru
     assert pre_tool_use(hook_world, "grep -rn KEY .env", mode="default") is None
 
 
+def test_hook_logs_a_broken_rule_file_and_still_rewrites_with_the_other_rules(hook_world: dict[str, Any],
+                                                                              codeoid_home: Path) -> None:
+    (hook_world["project"] / ".codeoid" / "rules" / "bad.toml").write_text('[[rule]]\nname = "unterminated\n')
+
+    assert pre_tool_use(hook_world, "git diff", mode="default") is not None  # stderr stays empty (checked there)
+    assert pre_tool_use(hook_world, "seq 1 100") is not None
+
+    log = (codeoid_home / "logs" / "codeoid.log").read_text()
+    assert log.count("bad.toml:2: invalid TOML") == 1 and "this file is skipped" in log
+
+
 PASS_THROUGH = {
     "background run": ("seq 1 100", {"run_in_background": True}),
     "backgrounded inside": ("seq 1 100 &", {}),
@@ -594,7 +605,7 @@ def test_the_rewrite_decides_without_loading_the_compression_engine(tmp_path: Pa
     # tree-sitter binding is loaded without its package's typing import) nor shlex, fnmatch or contextlib. `re`
     # and `enum` stay: `json` imports them, and so does pip's console-script wrapper.
     heavy = {"typing", "shlex", "fnmatch", "contextlib", "tree_sitter", "tomllib"}
-    for command in ("git diff", "FOO=1 python -m pytest -x", "npx --yes jest --ci", "git log -n 3 --oneline"):
+    for command in ("git diff", "FOO=1 python -m pytest -x", "npx --yes jest --ci", "git log -n 3"):
         rewritten, loaded = decide(command)
         assert rewritten, command  # with the cache: still rewritten
         assert "tree_sitter._binding" in loaded and not loaded & (never | heavy), (command, loaded & heavy)

@@ -15,6 +15,7 @@ import psutil
 import pytest
 from conftest import run_hook
 
+from codeoid.memory_tools import PLUGIN_TOOL_PREFIX, SETTINGS_TOOL_PREFIX
 from codeoid.rotation import claude_args, handoff, notice, rundir, statusline
 from codeoid.rotation.command import ROTATE_COMMAND
 from codeoid.rotation.config import ConfigError, RotationConfig, load_config
@@ -22,8 +23,6 @@ from codeoid.rotation.occupancy import TranscriptSensor, fallback_window
 from codeoid.rotation.process_tree import SPARE_ENV, end_process_tree
 from codeoid.rotation.seed import (
     MAX_LAST_TURN_CHARS,
-    PLUGIN_TOOL_PREFIX,
-    SETTINGS_TOOL_PREFIX,
     LastTurn,
     SeedFacts,
     build_seed,
@@ -462,7 +461,7 @@ def test_the_plugin_command_file_is_the_one_install_writes() -> None:
 
 
 def test_a_seed_is_stored_but_never_recalled(codeoid_home: Path, store: Any) -> None:
-    from codeoid import retrieval
+    from codeoid.memory import retrieval
 
     run_hook("UserPromptSubmit", _payload(seeded_prompt(_seed(), "zeppelin question")))
     workspace_id = store.execute("SELECT id FROM workspaces").fetchone()[0]

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from codeoid.install import install, uninstall
 from codeoid.rotation.command import ROTATE_COMMAND
+from codeoid.setup.install import install, uninstall
 
 
 @pytest.fixture

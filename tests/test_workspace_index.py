@@ -11,9 +11,9 @@ import pytest
 from conftest import run_hook
 from test_mcp_server import Memory, git_project
 
-from codeoid import workspace_index
-from codeoid.index_builder import DEBOUNCE_SECONDS, REBUILD_SECONDS, IndexBuilder
-from codeoid.rotation.seed import PLUGIN_TOOL_PREFIX, SETTINGS_TOOL_PREFIX
+from codeoid.memory import workspace_index
+from codeoid.memory.index_builder import DEBOUNCE_SECONDS, REBUILD_SECONDS, IndexBuilder
+from codeoid.memory_tools import PLUGIN_TOOL_PREFIX, SETTINGS_TOOL_PREFIX
 from codeoid.store import identity, queries
 from codeoid.store import workspace_index as stored_index
 
@@ -225,9 +225,9 @@ THEMES = {
 def test_topics_cluster_the_indexed_episodes_stably(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from test_chroma_server import chroma_processes
 
-    from codeoid import chroma_server
-    from codeoid.indexer import Indexer
-    from codeoid.vector_index import VectorIndex
+    from codeoid.memory import chroma_server
+    from codeoid.memory.indexer import Indexer
+    from codeoid.memory.vector_index import VectorIndex
 
     home = tmp_path / "codeoid-home"
     monkeypatch.setenv("CODEOID_HOME", str(home))

@@ -8,7 +8,11 @@ Projects, built under --work (default /tmp/codeoid-compress-corpus):
   tests broken;
 - the semver crate as Debian ships it (librust-semver-dev, /usr/share/cargo/registry), two tests broken;
 - an npm project depending on the real `semver` package, with jest, vitest and mocha suites written here
-  (npm tarballs do not ship their tests), a few cases wrong.
+  (npm tarballs do not ship their tests), a few cases wrong;
+- flask (2.0.3, 3.0.3) and rich (10.16.2, 13.7.1) from their PyPI sdists, one commit per release, for release
+  diffs of 60 to 90 files and about 500 KB;
+- codeoid's own repository (its history up to a fixed commit, for long default-format logs) and this
+  environment's site-packages (deep trees and long listings).
 
 Each command runs under bash in its project, stdout captured (stderr too where the command says `2>&1`), as
 the Bash tool would run it. Then `rtk rewrite COMMAND` is asked for rtk's rewrite; where it has one, that runs
@@ -73,11 +77,14 @@ def sdist(work: Path, name: str, version: str) -> Path:
     """The unpacked sdist of name==version, downloaded with pip."""
     downloads = work / "sdists"
     downloads.mkdir(parents=True, exist_ok=True)
-    archive = next(downloads.glob(f"{name.replace('-', '[-_]')}-{version}.tar.gz"), None)
+    # Sdist names keep the project's spelling (Flask-2.0.3.tar.gz), so match any case and - or _.
+    pattern = "".join("[-_]" if char == "-" else f"[{char.lower()}{char.upper()}]" if char.isalpha() else char
+                      for char in name) + f"-{version}.tar.gz"
+    archive = next(downloads.glob(pattern), None)
     if archive is None:
         run([str(BIN / "pip"), "download", "-q", "--no-deps", "--no-binary", ":all:", "-d", str(downloads),
              f"{name}=={version}"], work, env={"PIP_CONSTRAINT": ""})
-        archive = next(downloads.glob(f"{name.replace('-', '[-_]')}-{version}.tar.gz"))
+        archive = next(downloads.glob(pattern))
     unpacked = downloads / archive.name.removesuffix(".tar.gz")
     if not unpacked.exists():
         with tarfile.open(archive) as tar:
@@ -290,10 +297,27 @@ def build_js(work: Path) -> None:
     (repo / "vitest.config.mjs").write_text("export default { test: { include: ['vitest/**/*.test.js'] } };\n")
 
 
+def build_flask(work: Path) -> None:
+    release_repo(work, "flask", ["2.0.3", "3.0.3"])
+
+
+def build_rich(work: Path) -> None:
+    release_repo(work, "rich", ["10.16.2", "13.7.1"])
+
+
+def site_packages() -> Path:
+    return Path(next(path for path in sys.path if path.endswith("site-packages")))
+
+
 PROJECTS: dict[str, Callable[[Path], None]] = {
     "toolz": build_toolz, "more-itertools": build_more_itertools, "click": build_click, "gostd": build_gostd,
     "semver-crate": build_semver_crate, "js-semver": build_js,
+    "flask": build_flask, "rich": build_rich,
 }
+# Projects that are not built but found where they are.
+PROJECT_DIRS: dict[str, Callable[[], Path]] = {"codeoid": lambda: ROOT, "site-packages": site_packages}
+# The commit codeoid's own history is read up to, so the fixture is the same from any clone.
+CODEOID_COMMIT = "6d3a43c"
 
 PYTEST_CLICK = "PYTHONPATH=src python -m pytest -p no:cacheprovider -o filterwarnings="
 FIXTURE_LIST = [
@@ -356,11 +380,27 @@ FIXTURE_LIST = [
             "search", "two stdlib packages"),
     Fixture("ag_yield_more_itertools", "more-itertools", "ag yield", "search", "more-itertools repo"),
     Fixture("grep_context_toolz", "toolz", "grep -rn -C2 'raise ' toolz", "search", "toolz package"),
+    # issue 12: a many-file release diff, long default-format logs, deep trees, long listings, many hits
+    Fixture("git_diff_flask_release", "flask", "git diff 2.0.3 3.0.3 -- src tests examples", "git-diff",
+            "flask 2.0.3 -> 3.0.3: 87 files, about 540 KB"),
+    Fixture("git_diff_rich_release", "rich", "git diff 10.16.2 13.7.1", "git-diff",
+            "rich 10.16.2 -> 13.7.1: 63 files, about 460 KB"),
+    Fixture("git_log_codeoid", "codeoid", f"git log -n 30 {CODEOID_COMMIT}", "git-log",
+            "codeoid's own history, 30 commits with long messages"),
+    Fixture("git_log_stat_codeoid", "codeoid", f"git log --stat -n 30 {CODEOID_COMMIT}", "git-log",
+            "codeoid's own history, 30 commits"),
+    Fixture("find_numpy", "site-packages", "find numpy -type f", "listing", "numpy as installed here"),
+    Fixture("find_chromadb_py", "site-packages", "find chromadb -name '*.py'", "listing",
+            "chromadb as installed here"),
+    Fixture("ls_l_site_packages", "site-packages", "ls -l", "listing", "this environment's site-packages"),
+    Fixture("ls_r_chromadb", "site-packages", "ls -R chromadb", "listing", "chromadb as installed here"),
+    Fixture("grep_self_rich", "rich", "grep -rn 'self\\.' rich", "search", "rich 13.7.1 package"),
+    Fixture("rg_import_flask", "flask", "rg -n import src tests", "search", "flask 3.0.3 src and tests"),
 ]
 
 
 def capture(fixture: Fixture, work: Path, rtk: bool) -> dict[str, object]:
-    cwd = work / fixture.project
+    cwd = PROJECT_DIRS[fixture.project]() if fixture.project in PROJECT_DIRS else work / fixture.project
     raw = run(fixture.command, cwd, check=False)
     if not raw.stdout:
         raise SystemExit(f"{fixture.name}: no stdout\n{raw.stderr.decode(errors='replace')[-2000:]}")
@@ -395,20 +435,22 @@ def main() -> None:
     work.mkdir(parents=True, exist_ok=True)
     FIXTURES.mkdir(parents=True, exist_ok=True)
     chosen = [f for f in FIXTURE_LIST if not args.only or f.name in args.only]
-    for project in sorted({f.project for f in chosen}):
+    for project in sorted({f.project for f in chosen} - set(PROJECT_DIRS)):
         if not (args.reuse and (work / project).exists()):
             print(f"building {project}", file=sys.stderr)
             PROJECTS[project](work)
     manifest_path = FIXTURES / "manifest.json"
-    manifest = {entry["name"]: entry for entry in json.loads(manifest_path.read_text())["fixtures"]} \
-        if manifest_path.exists() and args.only else {}
+    previous = json.loads(manifest_path.read_text()) if manifest_path.exists() and args.only else {}
+    manifest = {entry["name"]: entry for entry in previous.get("fixtures", [])}
     for fixture in chosen:
         print(f"capturing {fixture.name}: {fixture.command}", file=sys.stderr)
         manifest[fixture.name] = capture(fixture, work, rtk=not args.no_rtk)
     ordered = [manifest[f.name] for f in FIXTURE_LIST if f.name in manifest]
     manifest_path.write_text(json.dumps({
         "generated_by": "benchmarks/compression/make_fixtures.py",
-        "rtk": run([str(BIN / "rtk"), "--version"], work).stdout.decode().strip() if not args.no_rtk else None,
+        # Fixtures captured without rtk have no `rtk_command`; savings.py leaves them out of rtk's side.
+        "rtk": run([str(BIN / "rtk"), "--version"], work).stdout.decode().strip() if not args.no_rtk
+        else previous.get("rtk"),
         "fixtures": ordered,
     }, indent=2) + "\n")
 

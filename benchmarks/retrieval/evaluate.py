@@ -38,8 +38,8 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent.parent / "tests"))
 
-from codeoid import ranking  # noqa: E402
-from codeoid.ranking import RecallWeights  # noqa: E402
+from codeoid.memory import ranking  # noqa: E402
+from codeoid.memory.ranking import RecallWeights  # noqa: E402
 from codeoid.store import queries  # noqa: E402
 
 CUTOFFS = (1, 5, 10)
@@ -124,7 +124,7 @@ Ranker = Callable[[str], list[int]]
 
 def recall_ranker(db: sqlite3.Connection, workspace_id: int, weights: RecallWeights, *, limit: int = DEPTH
                   ) -> Ranker:
-    from codeoid import retrieval
+    from codeoid.memory import retrieval
 
     def rank(query: str) -> list[int]:
         found = retrieval.recall_ranked(db, query, workspace_id=workspace_id, limit=limit, weights=weights)
@@ -194,7 +194,7 @@ class Candidates:
 
 
 def candidates_of(db: sqlite3.Connection, workspace_id: int, query: str, pool: int) -> Candidates:
-    from codeoid import retrieval
+    from codeoid.memory import retrieval
 
     bm25 = retrieval.recall_ranked(db, query, workspace_id=workspace_id, limit=pool, weights=BM25_ALONE).rows
     dense = retrieval.recall_ranked(db, query, workspace_id=workspace_id, limit=pool, weights=DENSE_ALONE).rows
@@ -265,8 +265,8 @@ def run(args: argparse.Namespace, questions: list[dict[str, Any]], tuning: list[
         heldout: list[dict[str, Any]], scratch: str) -> None:
     from test_mcp_server import Memory, git_project
 
-    from codeoid import chroma_server
-    from codeoid.indexer import Indexer
+    from codeoid.memory import chroma_server
+    from codeoid.memory.indexer import Indexer
 
     episodes = load_corpus()
     memory = Memory(Path(os.environ["CODEOID_HOME"]), git_project(Path(scratch) / "project"))

@@ -26,7 +26,7 @@ from typing import Any
 
 from codeoid.fork.launch import Launch, McpServer, mcp_tool, timestamp
 from codeoid.fork.turns import ToolCall, Turn, UserMessage
-from codeoid.hook_table import MCP_SERVER_NAME
+from codeoid.setup.hook_table import MCP_SERVER_NAME
 
 #: The Responses API has no error flag on a tool result; the model learns of a failure from this first line.
 ERROR_PREFIX = "Tool call failed:\n"

@@ -23,9 +23,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from codeoid import render
+from codeoid.capture.transcript import epoch
 from codeoid.fork.record import Answer, Call, Prompt, Step
-from codeoid.transcript import epoch
+from codeoid.store import episode_text
 
 CALL_TYPES = ("function_call", "custom_tool_call")
 OUTPUT_TYPES = ("function_call_output", "custom_tool_call_output")
@@ -79,7 +79,7 @@ def _item(payload: dict[str, Any], key: str, at: float | None, steps: list[Step]
         name, tool_input = calls.pop(call_id)
         output = payload.get("output")
         if call_id in failed or ("__" not in name and _command_failed(output)):
-            error = render.result_text(name, output)
+            error = episode_text.result_text(name, output)
         else:
             error = None
         steps.append(Call(call_id, name, tool_input, output, error, at))

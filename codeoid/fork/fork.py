@@ -27,7 +27,7 @@ from codeoid.fork.canonical import session_turns
 from codeoid.fork.capture import record_launch
 from codeoid.fork.seed import Lineage, WindowTooSmall, newest_that_fit, notice
 from codeoid.fork.translators import TRANSLATORS, Start, Target, written_files
-from codeoid.json_config import InstallError
+from codeoid.setup.json_config import InstallError
 from codeoid.store.db import write_transaction
 from codeoid.workspace import identify
 

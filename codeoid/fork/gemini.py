@@ -27,8 +27,8 @@ from typing import Any
 
 from codeoid.fork.launch import Launch, McpServer, mcp_tool, timestamp
 from codeoid.fork.turns import ToolCall, Turn, UserMessage
-from codeoid.hook_table import MCP_SERVER_NAME, is_codeoid_server
-from codeoid.json_config import InstallError, back_up, load_object, write_atomic
+from codeoid.setup.hook_table import MCP_SERVER_NAME, is_codeoid_server
+from codeoid.setup.json_config import InstallError, back_up, load_object, write_atomic
 
 #: Under the Gemini home's `.gemini/`: one folder per fork holding the conversation file it was started from.
 FORKS_DIR = "codeoid-forks"

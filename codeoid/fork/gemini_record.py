@@ -26,9 +26,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from codeoid.capture.transcript import epoch
 from codeoid.fork.record import Answer, Call, Prompt, Step
-from codeoid.hook_table import MCP_SERVER_NAME
-from codeoid.transcript import epoch
+from codeoid.setup.hook_table import MCP_SERVER_NAME
 
 IMPORTED = "Imported session from "
 #: The ids `codeoid.fork.gemini.conversation_records` gives (Gemini adds `turn3-model7_response` beside them).

@@ -13,7 +13,8 @@ import json
 from dataclasses import dataclass, replace
 
 from codeoid.fork.turns import ToolCall, Turn, UserMessage
-from codeoid.rotation.seed import FORK_CLOSE, FORK_OPEN, TOOLS
+from codeoid.memory_tools import TOOLS
+from codeoid.rotation.seed import FORK_CLOSE, FORK_OPEN
 
 HISTORY_SHARE = 0.5
 

@@ -18,14 +18,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from codeoid.claude_files import locate_claude_files
 from codeoid.fork import claude, codex, gemini
 from codeoid.fork.launch import Launch, McpServer
 from codeoid.fork.seed import with_notice
 from codeoid.fork.turns import Turn
-from codeoid.hook_table import MCP_EXECUTABLE, MCP_SERVER_NAME, installed_executable
 from codeoid.rotation.occupancy import fallback_window
 from codeoid.rotation.supervisor import SESSION_ENV
+from codeoid.setup.claude_files import locate_claude_files
+from codeoid.setup.hook_table import MCP_EXECUTABLE, MCP_SERVER_NAME, installed_executable
 
 Start = claude.ClaudeStart | Launch
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 
-from codeoid.prompt_kinds import is_task_notification
+from codeoid.capture.prompt_kinds import is_task_notification
 from codeoid.rotation import rundir
 from codeoid.rotation.seed import split_seeded
 

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from codeoid import transcript
-from codeoid.prompt_kinds import is_task_notification
+from codeoid.capture import transcript
+from codeoid.capture.prompt_kinds import is_task_notification
 from codeoid.rotation.seed import split_seeded
 
 TYPE_CHECKING = False

@@ -14,8 +14,10 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from codeoid.claude_files import find_plugin_route, locate_claude_files, project_local_settings, project_settings
-from codeoid.hook_table import (
+from codeoid.memory_tools import PLUGIN_TOOL_PREFIX, SETTINGS_TOOL_PREFIX
+from codeoid.rotation.claude_args import ClaudeArgs
+from codeoid.setup.claude_files import find_plugin_route, locate_claude_files, project_local_settings, project_settings
+from codeoid.setup.hook_table import (
     ALLOW_RULE,
     HOOK_EXECUTABLE,
     HOOK_TABLE,
@@ -26,9 +28,7 @@ from codeoid.hook_table import (
     installed_executable,
     is_codeoid_handler,
 )
-from codeoid.json_config import InstallError, load_object
-from codeoid.rotation.claude_args import ClaudeArgs
-from codeoid.rotation.seed import PLUGIN_TOOL_PREFIX, SETTINGS_TOOL_PREFIX
+from codeoid.setup.json_config import InstallError, load_object
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

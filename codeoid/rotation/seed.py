@@ -9,6 +9,8 @@ text. Without memory (the store could not be read) the seed is a generic continu
 
 from __future__ import annotations
 
+from codeoid.memory_tools import TOOLS
+
 SEED_OPEN = "<rotation_context>"
 SEED_CLOSE = "</rotation_context>"
 # A fork started without a native history carries the parent's turns in a first message under this tag
@@ -17,14 +19,6 @@ FORK_OPEN = "<fork_context>"
 FORK_CLOSE = "</fork_context>"
 _SEED_TAGS = ((SEED_OPEN, SEED_CLOSE), (FORK_OPEN, FORK_CLOSE))
 MAX_LAST_TURN_CHARS = 2000
-SETTINGS_TOOL_PREFIX = "mcp__codeoid__"
-PLUGIN_TOOL_PREFIX = "mcp__plugin_codeoid_codeoid__"
-TOOLS = (
-    ("recall", "(query)", "earlier prompts, answers and tool calls with their full results, found by words"),
-    ("recall_file", "(path)", "the last stored read of a file, and whether the file changed on disk since"),
-    ("timeline", "(offset, limit)", "the history in order, one line per episode; offset 0 is the newest page"),
-    ("get_episode", "(episode_id)", "one episode in full, paged by lines"),
-)
 
 
 class LastTurn:

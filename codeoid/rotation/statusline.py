@@ -15,10 +15,10 @@ import shlex
 import subprocess
 from pathlib import Path
 
-from codeoid.claude_files import locate_claude_files, project_local_settings, project_settings
-from codeoid.hook_table import CODEOID_PROGRAMS, installed_executable, parse_command
-from codeoid.json_config import InstallError, load_object
 from codeoid.rotation import rundir
+from codeoid.setup.claude_files import locate_claude_files, project_local_settings, project_settings
+from codeoid.setup.hook_table import CODEOID_PROGRAMS, installed_executable, parse_command
+from codeoid.setup.json_config import InstallError, load_object
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -28,8 +28,7 @@ from typing import Any
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 
-from codeoid import ingest
-from codeoid.hook_table import HOOK_EXECUTABLE, hook_command, installed_executable
+from codeoid.capture import ingest
 from codeoid.log import log
 from codeoid.rotation import rundir, terminal
 from codeoid.rotation.claude_args import (
@@ -45,6 +44,7 @@ from codeoid.rotation.process_tree import Ending, hooks_running
 from codeoid.rotation.routes import Wiring
 from codeoid.rotation.seed import LastTurn, SeedFacts, build_seed, seeded_prompt
 from codeoid.rotation.statusline import status_line_setting, user_status_line
+from codeoid.setup.hook_table import HOOK_EXECUTABLE, hook_command, installed_executable
 from codeoid.store import capture, rotations
 from codeoid.store import db as store_db
 from codeoid.workspace import identify

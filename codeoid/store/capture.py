@@ -10,7 +10,8 @@ import hashlib
 import os
 import sqlite3
 
-from codeoid import render
+from codeoid.store import episode_text
+from codeoid.text import clean_text, estimate_tokens, to_json
 from codeoid.workspace import WorkspaceId
 
 TYPE_CHECKING = False
@@ -100,7 +101,7 @@ def add_user_turn(
     hook with that turn's `prompt_id` (Claude Code hands it to the model mid-turn), so it is stored in the open
     turn under the id and a digest of its text: a second prompt is never mistaken for a replay of the first.
     """
-    text = render.clean_text(prompt)
+    text = clean_text(prompt)
     if prompt_id is None:
         return _insert_user(db, owner, key=f"unkeyed-{os.urandom(16).hex()}", text=text, origin=origin, now=now)
     same_turn = db.execute(
@@ -114,7 +115,7 @@ def add_user_turn(
     digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
     return _insert(
         db, owner, turn=int(same_turn[0][0]), kind="user", prompt_id=f"{prompt_id}{MID_TURN_SEPARATOR}{digest}",
-        text=text, origin=origin, summary=render.text_summary("user", text), now=now,
+        text=text, origin=origin, summary=episode_text.text_summary("user", text), now=now,
     )
 
 
@@ -132,7 +133,7 @@ def _insert_user(db: sqlite3.Connection, owner: Owner, *, key: str, text: str, o
     )
     return _insert(
         db, owner, turn=turn, kind="user", prompt_id=key, text=text, origin=origin,
-        summary=render.text_summary("user", text), now=now,
+        summary=episode_text.text_summary("user", text), now=now,
     )
 
 
@@ -142,10 +143,10 @@ def add_seed(db: sqlite3.Connection, owner: Owner, *, text: str, prompt_id: str 
     key = f"seed:{prompt_id or owner.backing_session_id}"
     if db.execute("SELECT 1 FROM episodes WHERE kind = 'user' AND prompt_id = ?", (key,)).fetchone():
         return None
-    text = render.clean_text(text)
+    text = clean_text(text)
     return _insert(
         db, owner, turn=current_turn(db, owner), kind="user", prompt_id=key, text=text, origin="seed",
-        summary=render.text_summary("rotation seed", text), now=now,
+        summary=episode_text.text_summary("rotation seed", text), now=now,
     )
 
 
@@ -168,23 +169,23 @@ def add_tool_call(
     if db.execute("SELECT 1 FROM episodes WHERE kind = 'tool' AND tool_use_id = ?", (key,)).fetchone():
         return None
     is_error = error is not None
-    text = render.clean_text(error if is_error else render.result_text(tool_name, response))  # type: ignore[arg-type]
-    exit_status = render.exit_status_of(error) if is_error else None
+    text = clean_text(error if is_error else episode_text.result_text(tool_name, response))  # type: ignore[arg-type]
+    exit_status = episode_text.exit_status_of(error) if is_error else None
     if tool_name == "Bash" and not is_error and isinstance(response, dict) and not response.get("interrupted"):
         exit_status = 0
     command = tool_input.get("command") if tool_name == "Bash" else None
-    command = render.clean_text(command) if isinstance(command, str) else None
-    original = render.clean_text(original_command) if original_command else command
+    command = clean_text(command) if isinstance(command, str) else None
+    original = clean_text(original_command) if original_command else command
     if raw_output_id is not None:
         raw_output_id = complete_raw_output(db, raw_output_id, owner, exit_status=exit_status)
     return _insert(
         db, owner, turn=current_turn(db, owner), kind="tool", tool_name=tool_name, tool_use_id=key,
-        input=render.to_json(tool_input), command=command, original_command=original,
-        text=text, response=None if response is None else render.to_json(render.response_without_text(response, text)),
+        input=to_json(tool_input), command=command, original_command=original,
+        text=text, response=None if response is None else to_json(episode_text.response_without_text(response, text)),
         is_error=int(is_error), exit_status=exit_status,
-        paths=render.to_json(render.touched_paths(tool_input)), agent_id=agent_id,
+        paths=to_json(episode_text.touched_paths(tool_input)), agent_id=agent_id,
         origin="codeoid" if _is_codeoid_tool(tool_name) else "user",
-        summary=render.tool_summary(tool_name, {**tool_input, "command": original} if original else tool_input,
+        summary=episode_text.tool_summary(tool_name, {**tool_input, "command": original} if original else tool_input,
                                     text, exit_status, is_error),
         raw_output_id=raw_output_id, now=now,
     )
@@ -216,21 +217,21 @@ def add_assistant_message(
     """Store assistant text under its `message.id`; None when that message is stored already."""
     if db.execute("SELECT 1 FROM episodes WHERE kind = 'assistant' AND message_id = ?", (message_id,)).fetchone():
         return None
-    text = render.clean_text(text)
+    text = clean_text(text)
     return _insert(
         db, owner, turn=current_turn(db, owner), kind="assistant", message_id=message_id, text=text,
         transcript_uuid=transcript_uuid, agent_id=agent_id,
-        summary=render.text_summary("assistant", text), now=now,
+        summary=episode_text.text_summary("assistant", text), now=now,
     )
 
 
 def append_assistant_text(db: sqlite3.Connection, message_id: str, text: str) -> bool:
     """A message's text blocks arrive as separate transcript lines; later blocks extend the episode."""
-    text = render.clean_text(text)
+    text = clean_text(text)
     cursor = db.execute(
         "UPDATE episodes SET text = text || char(10) || char(10) || ?,"
         " token_estimate = token_estimate + ? WHERE kind = 'assistant' AND message_id = ?",
-        (text, render.estimate_tokens(text), message_id),
+        (text, estimate_tokens(text), message_id),
     )
     return cursor.rowcount > 0
 
@@ -304,7 +305,7 @@ def _insert(db: sqlite3.Connection, owner: Owner, *, kind: str, text: str, summa
         "kind": kind,
         "text": text,
         "summary": summary,
-        "token_estimate": render.estimate_tokens(text),
+        "token_estimate": estimate_tokens(text),
         "created_at": now,
         **fields,
     }

@@ -13,8 +13,8 @@ import sqlite3
 import time
 from typing import Any
 
-from codeoid.render import estimate_tokens, estimate_tokens_of_size
 from codeoid.store.db import write_transaction
+from codeoid.text import estimate_tokens, estimate_tokens_of_size
 
 PASSED_THROUGH = "(passed through)"
 NOT_RECORDED = "(not recorded)"
@@ -85,3 +85,33 @@ def _account(row: tuple[Any, ...]) -> dict[str, Any]:
             "saved_bytes": saved_bytes, "saved_tokens": saved_tokens, "reads": reads,
             "charged_bytes": charged_bytes, "charged_tokens": charged_tokens,
             "net_bytes": saved_bytes - charged_bytes, "net_tokens": saved_tokens - charged_tokens}
+
+
+# `gain` and `doctor` point at `codeoid discover` when more than this share of Bash output went in whole...
+MISSED_SHARE_WORTH_A_HINT = 0.3
+# ...and it is more than a few calls' worth.
+MISSED_BYTES_WORTH_A_HINT = 64 * 1024
+
+
+def missed(db: sqlite3.Connection, *, workspace_id: int | None = None,
+           session_id: str | None = None) -> tuple[int, int]:
+    """Bytes of Bash results the window received in scope, and how many of them no rule compressed (calls never
+    wrapped, and wrapped calls `codeoid-compress` passed through). `codeoid discover` says why, call by call."""
+    row = db.execute(
+        """SELECT coalesce(sum(length(CAST(e.text AS BLOB))), 0),
+                  coalesce(sum(CASE WHEN r.rule IS NULL THEN length(CAST(e.text AS BLOB)) ELSE 0 END), 0)
+           FROM episodes e LEFT JOIN raw_outputs r ON r.id = e.raw_output_id
+           WHERE e.kind = 'tool' AND e.tool_name = 'Bash' AND e.state != 'retracted'
+             AND (:workspace_id IS NULL OR e.workspace_id = :workspace_id)
+             AND (:session_id IS NULL OR e.session_id = :session_id)""",
+        {"workspace_id": workspace_id, "session_id": session_id}).fetchone()
+    return int(row[0]), int(row[1])
+
+
+def missed_hint(window_bytes: int, missed_bytes: int) -> str | None:
+    """One sentence for `gain` and `doctor` when compression misses a large share of Bash output, else None."""
+    share = missed_bytes / window_bytes if window_bytes else 0.0
+    if share < MISSED_SHARE_WORTH_A_HINT or missed_bytes < MISSED_BYTES_WORTH_A_HINT:
+        return None
+    return (f"{share:.0%} of Bash output ({missed_bytes:,} bytes) reached the window uncompressed: "
+            "`codeoid discover` says which commands and why.")

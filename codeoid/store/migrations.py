@@ -337,6 +337,24 @@ def m008_retraction(db: sqlite3.Connection) -> None:
     )
 
 
+@migration
+def m009_retention(db: sqlite3.Connection) -> None:
+    """What retention and forgetting need (`codeoid.store.retention`): when a raw output's bytes were dropped to
+    keep the data dir under its budget (its metadata stays), when an episode's vectors were dropped for the same
+    reason, and when an episode was forgotten (its row stays as a tombstone, its content is gone). Raw chunks
+    written from now on may be zstd-compressed (`codec`); the ones already stored stay as they are (NULL: plain).
+    """
+    run_script(
+        db,
+        """
+        ALTER TABLE raw_outputs ADD COLUMN expired_at REAL;
+        ALTER TABLE raw_chunks ADD COLUMN codec TEXT;
+        ALTER TABLE episodes ADD COLUMN vectors_expired_at REAL;
+        ALTER TABLE episodes ADD COLUMN forgotten_at REAL;
+        """,
+    )
+
+
 def migrate(db: sqlite3.Connection, upto: str | None = None) -> list[str]:
     """Apply every migration not yet recorded (stopping after `upto` if given); return the names applied."""
     if _is_current(db, upto):

@@ -11,7 +11,7 @@ import re
 import sqlite3
 from typing import Any
 
-from codeoid import render
+from codeoid.store import episode_text
 from codeoid.workspace import identify
 
 Row = dict[str, Any]
@@ -49,7 +49,7 @@ def tool_response(row: Row) -> Any:
     """The tool response exactly as Claude Code reported it (the store keeps its large text only once)."""
     if row.get("response") is None:
         return None
-    return render.response_with_text(json.loads(row["response"]), row["text"])
+    return episode_text.response_with_text(json.loads(row["response"]), row["text"])
 
 
 def timeline(db: sqlite3.Connection, *, workspace_id: int | None = None, session_id: str | None = None,

@@ -1,7 +1,9 @@
 """Raw outputs: the exact stdout bytes of a command whose output the model saw only compressed.
 
 Stdout is stored in fixed-size chunks as it streams, each chunk committed before anything derived from it
-is printed, so memory stays constant and a crash keeps what was already read. The id is known before the
+is printed, so memory stays constant and a crash keeps what was already read. A chunk is stored zstd-compressed
+(`codec = 'zstd'`) when that makes it smaller, so the disk budget holds more; chunks from before compression
+(`codec` NULL) read back as they are. The id is known before the
 tool-call episode exists: it is derived from the `tool_use_id`, or fresh for a by-hand run.
 """
 
@@ -36,6 +38,7 @@ class RawOutput:
     session_id: str | None
     workspace_id: int | None
     created_at: float
+    expired_at: float | None = None  # set when retention dropped the bytes (the metadata stays)
 
 
 class RawOutputWriter:
@@ -77,9 +80,11 @@ class RawOutputWriter:
             )
 
     def _flush(self, chunk: bytes) -> None:
+        data, codec = _pack(chunk)
         with write_transaction(self.db):
             self.db.execute(
-                "INSERT INTO raw_chunks (raw_output_id, seq, data) VALUES (?, ?, ?)", (self.id, self._seq, chunk)
+                "INSERT INTO raw_chunks (raw_output_id, seq, data, codec) VALUES (?, ?, ?, ?)",
+                (self.id, self._seq, data, codec),
             )
             self.db.execute(
                 "UPDATE raw_outputs SET stdout_size = stdout_size + ? WHERE id = ?", (len(chunk), self.id)
@@ -107,13 +112,13 @@ def store_raw_output(db: sqlite3.Connection, raw_id: str, *, command: str, stdou
 def get_raw_output(db: sqlite3.Connection, raw_id: str) -> RawOutput | None:
     row = db.execute(
         "SELECT id, command, cwd, exit_status, duration_ms, stdout_size, stderr, complete, tool_use_id,"
-        " session_id, workspace_id, created_at FROM raw_outputs WHERE id = ?",
+        " session_id, workspace_id, created_at, expired_at FROM raw_outputs WHERE id = ?",
         (raw_id,),
     ).fetchone()
     if row is None:
         return None
     return RawOutput(row[0], row[1], row[2], row[3], row[4], row[5], row[6], bool(row[7]), row[8], row[9],
-                     row[10], row[11])
+                     row[10], row[11], row[12])
 
 
 def iter_raw_stdout(db: sqlite3.Connection, raw_id: str) -> Iterator[bytes]:
@@ -121,13 +126,34 @@ def iter_raw_stdout(db: sqlite3.Connection, raw_id: str) -> Iterator[bytes]:
     seq = 0
     while True:
         row = db.execute(
-            "SELECT data FROM raw_chunks WHERE raw_output_id = ? AND seq = ?", (raw_id, seq)
+            "SELECT data, codec FROM raw_chunks WHERE raw_output_id = ? AND seq = ?", (raw_id, seq)
         ).fetchone()
         if row is None:
             return
-        yield bytes(row[0])
+        yield _unpack(bytes(row[0]), row[1])
         seq += 1
 
 
 def read_raw_stdout(db: sqlite3.Connection, raw_id: str) -> bytes:
     return b"".join(iter_raw_stdout(db, raw_id))
+
+
+ZSTD_LEVEL = 3  # zstd's own default: fast enough to stay off the command's way
+
+
+def _pack(chunk: bytes) -> tuple[bytes, str | None]:
+    """The chunk as stored: zstd-compressed when that is smaller, else as it is."""
+    import zstandard  # only when an output is archived: hooks never pay for it
+
+    packed = zstandard.ZstdCompressor(level=ZSTD_LEVEL).compress(chunk)
+    return (packed, "zstd") if len(packed) < len(chunk) else (chunk, None)
+
+
+def _unpack(data: bytes, codec: str | None) -> bytes:
+    if codec is None:
+        return data
+    if codec != "zstd":
+        raise ValueError(f"raw chunk stored with an unknown codec {codec!r}")
+    import zstandard
+
+    return zstandard.ZstdDecompressor().decompress(data, max_output_size=CHUNK_BYTES)

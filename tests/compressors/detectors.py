@@ -158,6 +158,47 @@ def diff_files_named(raw: bytes, compressed: bytes) -> list[str]:
     return _files_named(raw, compressed, (_DIFF_FILE, _STAT_FILE))
 
 
+def _changes_per_file(lines: Iterable[bytes]) -> list[tuple[bytes, str, int, int]]:
+    """(header line, path, lines added, lines removed) for each file section of a patch: a section starts at its
+    `diff --git` line; its +/- lines are those after its first hunk header (before it, ---/+++ are headers)."""
+    sections: list[tuple[bytes, str, int, int]] = []
+    header: bytes | None = None
+    path = ""
+    added = removed = 0
+    in_hunk = False
+    for line in lines:
+        found = _DIFF_FILE.match(text(line))
+        if found or line.startswith(b"commit "):
+            if header is not None:
+                sections.append((header, path, added, removed))
+            header, path, added, removed, in_hunk = (line, found.group(2) or found.group(1), 0, 0, False) \
+                if found else (None, "", 0, 0, False)
+        elif header is not None and line.startswith(b"@@"):
+            in_hunk = True
+        elif header is not None and in_hunk and line.startswith(b"+"):
+            added += 1
+        elif header is not None and in_hunk and line.startswith(b"-"):
+            removed += 1
+    if header is not None:
+        sections.append((header, path, added, removed))
+    return sections
+
+
+def diff_files_named_with_counts(raw: bytes, compressed: bytes) -> list[str]:
+    """Every file a patch changes is named with its lines added and removed: either all its changed lines are
+    shown under its own header, or a codeoid line names the file with `+N` and `-M`."""
+    kept, added_lines = output_lines(compressed)
+    shown = {header: (plus, minus) for header, _, plus, minus in _changes_per_file(kept)}
+    problems = []
+    for header, path, plus, minus in _changes_per_file(lines_of(raw)):
+        if shown.get(header) == (plus, minus):
+            continue
+        stated = re.compile(rf"(?:^|\s){re.escape(path)}(?:\s|$).*\+{plus}\b.*-{minus}\b")
+        if not any(stated.search(line) for line in added_lines):
+            problems.append(f"changed file not named with its counts: {path!r} (+{plus} -{minus})")
+    return problems
+
+
 # -- search -------------------------------------------------------------------------------------------------------
 
 # A search line is `path` then a separator: `:12:` for a hit and `-12-` for context (with line numbers), or `:`
@@ -191,7 +232,7 @@ def search_files_named_with_counts(raw: bytes, compressed: bytes) -> list[str]:
 DETECTORS_BY_KIND: dict[str, list[Callable[[bytes, bytes], list[str]]]] = {
     "tests": [error_heads_survive, warnings_survive, failing_tests_named],
     "git-status": [status_files_named],
-    "git-diff": [diff_files_named],
+    "git-diff": [diff_files_named, diff_files_named_with_counts],
     "git-log": [],
     "git-branch": [],
     "listing": [],

@@ -25,6 +25,7 @@ tail = 3
 program = "x"
 """)
 NOTHING = make_rule('[[rule]]\nname = "nothing"\n[rule.match]\nprogram = "x"\n')
+NO_BUDGET = Thresholds(budget_lines=0, budget_bytes=0)
 
 
 def numbered(count: int, width: int = 40) -> bytes:
@@ -45,7 +46,7 @@ def test_small_output_passes_through_unchanged() -> None:
 
 def test_output_the_rule_would_not_shrink_passes_through_unchanged() -> None:
     raw = numbered(200)
-    out, result = compress_bytes(NOTHING, raw)
+    out, result = compress_bytes(NOTHING, raw, NO_BUDGET)
     assert out == raw and result.passthrough == "not smaller" and result.removed == {}
 
 
@@ -54,7 +55,7 @@ def test_head_and_tail_keep_their_lines_and_one_marker_names_the_raw_span() -> N
     out, result = compress_bytes(HEAD_TAIL, raw)
     lines = out.split(b"\n")
     assert lines[:5] == raw.split(b"\n")[:5]
-    assert lines[5] == MARKER + "… 192 lines omitted (raw lines 6-197) …".encode()
+    assert lines[5] == MARKER + b"192 lines cut, raw lines 6-197"
     assert lines[6:9] == raw.split(b"\n")[197:200]
     assert result.removed == {"head/tail": 192} and result.raw_lines == 200
 
@@ -113,7 +114,8 @@ program = "x"
 """)
     raw = b"".join(b"src/a.py:%d: hit\n" % n for n in range(1, 41)) + b"src/b.py:1: hit\n" * 30
     out, _ = compress_bytes(rule, raw)
-    assert MARKER + b"src/a.py: 40 hits in all, 38 lines not shown\n" in out
+    # The note names the raw lines it stands for when they are one run, so get_episode can page there.
+    assert MARKER + b"src/a.py: 40 hits in all, 38 lines not shown, raw lines 3-40\n" in out
     # The closing line is always kept, so b.py shows three of its 30 hits.
     assert MARKER + b"src/b.py: 30 hits in all, 27 lines not shown\n" in out
     kept, _ = kept_and_added(out)
@@ -135,9 +137,9 @@ program = "x"
         b"".join(b"tests/test_%02d ok\n" % n for n in range(60, 90)) + b"2 failed\n"
     out, result = compress_bytes(rule, raw)
     assert out.split(b"\n")[:6] == [b"tests/test_00 ok",
-                                    MARKER + "… 59 lines omitted (passing) (raw lines 2-60) …".encode(),
+                                    MARKER + b"59 lines cut (passing), raw lines 2-60",
                                     b"test_x FAILED", b"tests/test_60 ok",
-                                    MARKER + "… 29 lines omitted (passing) (raw lines 63-91) …".encode(),
+                                    MARKER + b"29 lines cut (passing), raw lines 63-91",
                                     b"2 failed"]
     assert result.removed == {"passing": 88}
 
@@ -187,10 +189,10 @@ def test_abandon_hands_back_the_raw_bytes_not_yet_written() -> None:
     engine = Compressor(HEAD_TAIL, Thresholds(hold_bytes=0))
     written = engine.feed(raw[:10_000])
     rest = b"".join(engine.abandon())
-    assert rest.startswith(MARKER + b"compression stopped")
-    written_lines = [line for line in (written + rest).split(b"\n") if not line.startswith(MARKER)]
-    assert written_lines[-1] == raw[:10_000].split(b"\n")[-1]
-    assert raw[:10_000].endswith(rest.split(b"\n", 1)[1][-200:])
+    # What the engine held for the budget comes first, as decided; then the marker and the raw rest.
+    decided, raw_rest = (written + rest).split(MARKER + b"compression stopped by an error; the rest is unchanged\n")
+    assert decided.startswith(raw[:200].split(b"\n")[0]) and MARKER in decided
+    assert raw[:10_000].endswith(raw_rest) and raw_rest
     held = Compressor(HEAD_TAIL)
     held.feed(raw[:5000])
     assert b"".join(held.abandon()) == raw[:5000]
@@ -243,3 +245,87 @@ def test_memory_stays_bounded_on_a_large_stream() -> None:
 def test_describe_is_one_footer_line() -> None:
     _, result = compress_bytes(HEAD_TAIL, numbered(200))
     assert result.describe() == "rule head-tail: 192 of 200 lines removed (192 head/tail)"
+
+
+# -- budgets ------------------------------------------------------------------------------------------------------
+
+DIFF_LIKE = make_rule("""
+[[rule]]
+name = "diff-like"
+diagnostics = false
+dedupe = false
+keep = ['^file ', '^@@ ']
+[rule.budget]
+lines = 30
+bytes = 0
+rest = "context lines"
+[[rule.budget.tier]]
+label = "changed lines"
+patterns = ['^[-+]']
+[rule.item]
+start = '^file (\\S+)'
+head = 1000
+tally = { added = '^\\+', removed = '^-' }
+index = "{name} +{added} -{removed}"
+index_title = "{items} files changed"
+[rule.match]
+program = "x"
+""")
+
+
+LONG = ", long enough to be worth the cost of a marker line that says it was cut" + "." * 40
+
+
+def diff_like(files: int, hunk_lines: int) -> bytes:
+    out = []
+    for number in range(files):
+        out.append(f"file f{number}.py")
+        out.append("@@ -1 +1 @@")
+        for line in range(hunk_lines):
+            out.append(f" context line {line}{LONG}")
+            out.append(f"+added {line}")
+            out.append(f"-removed {line}")
+    return "\n".join(out).encode() + b"\n"
+
+
+def test_a_budget_leaves_small_outputs_alone() -> None:
+    raw = diff_like(2, 3)
+    assert compress_bytes(DIFF_LIKE, raw)[0] == raw
+
+
+def test_a_budget_cuts_later_tiers_first_shares_fairly_and_names_every_cut_with_its_raw_lines() -> None:
+    raw = diff_like(3, 20)
+    out, result = compress_bytes(DIFF_LIKE, raw)
+    kept, added = kept_and_added(out)
+    # Lines the rule keeps always stay, and the closing line; of the other 23 lines each file's cut costs the
+    # marker that names it, and the 20 left go to changed lines, about 7 per file; none to context.
+    assert [line for line in kept if line.startswith((b"file", b"@@"))] == [b"file f0.py", b"@@ -1 +1 @@",
+                                                                          b"file f1.py", b"@@ -1 +1 @@",
+                                                                          b"file f2.py", b"@@ -1 +1 @@"]
+    assert sum(line.startswith((b"+", b"-")) for line in kept) == 21  # the closing line is one of them
+    assert not any(line.startswith(b" context") for line in kept)
+    assert result.removed == {"changed lines": 3 * 40 - 21, "context lines": 60}
+    # Each cut says how many lines and which raw lines, so get_episode(id, lines=...) can page there.
+    assert MARKER + b"49 lines cut (33 changed lines, 16 context lines), raw lines 14-62" in added
+
+
+def test_an_index_names_every_item_with_its_tallies_before_the_output() -> None:
+    out, _ = compress_bytes(DIFF_LIKE, diff_like(3, 20))
+    assert out.split(b"\n")[:4] == [MARKER + b"3 files changed", MARKER + b"f0.py +20 -20",
+                                    MARKER + b"f1.py +20 -20", MARKER + b"f2.py +20 -20"]
+
+
+def test_the_rule_budget_wins_over_the_callers_and_zero_means_no_limit() -> None:
+    raw = diff_like(3, 20)
+    unlimited = DIFF_LIKE._replace(budget=DIFF_LIKE.budget._replace(lines=0))
+    assert compress_bytes(unlimited, raw, Thresholds(budget_lines=5))[0] == raw
+    from_caller = DIFF_LIKE._replace(budget=DIFF_LIKE.budget._replace(lines=None))
+    kept, _ = kept_and_added(compress_bytes(from_caller, raw, Thresholds(budget_lines=12))[0])
+    # 12 lines: 6 kept by the rule, the closing line, then 5 for two files' first lines and their markers.
+    assert sum(line.startswith((b"+", b"-")) for line in kept) == 4
+
+
+def test_a_cut_cheaper_than_its_marker_is_not_made() -> None:
+    short = diff_like(3, 20).replace(LONG.encode(), b"")
+    kept, added = kept_and_added(compress_bytes(DIFF_LIKE, short)[0])
+    assert b" context line 1" in kept and not any(b"(raw line 6)" in line for line in added)

@@ -12,7 +12,14 @@ import json
 from pathlib import Path
 
 import pytest
-from detectors import STRUCTURAL, error_heads_survive, failing_tests_named, search_files_named_with_counts, violations
+from detectors import (
+    STRUCTURAL,
+    diff_files_named_with_counts,
+    error_heads_survive,
+    failing_tests_named,
+    search_files_named_with_counts,
+    violations,
+)
 
 from codeoid.compressors import Rule, compress_bytes, load_rules
 
@@ -47,14 +54,15 @@ def test_every_builtin_rule_has_a_fixture_of_its_own() -> None:
     assert covered == {rule.name for rule in RULES.rules}
 
 
-def test_the_corpus_is_compressed_by_more_than_half() -> None:
+def test_the_corpus_is_compressed_by_at_least_90_percent() -> None:
+    """Issue 12's target over the whole corpus (the fidelity contract is checked above, fixture by fixture)."""
     raw_total = compressed_total = 0
     for fixture in MANIFEST:
         raw = raw_of(fixture["name"])
         rule = RULES.for_command(fixture["command"])
         raw_total += len(raw)
         compressed_total += len(compress_bytes(rule, raw)[0]) if rule is not None else len(raw)
-    assert compressed_total < raw_total / 2
+    assert compressed_total <= raw_total * 0.10
 
 
 # The detectors must catch what they are for: each is shown a compression that breaks its clause.
@@ -89,3 +97,24 @@ def test_detectors_catch_a_search_file_without_its_count() -> None:
     assert search_files_named_with_counts(raw, shown)
     stated = b"src/a.py:1:hit\n[codeoid] src/a.py: 19 hits in all, 18 lines not shown\nsrc/b.py:3:hit\n"
     assert search_files_named_with_counts(raw, stated) == []
+
+
+DIFF_RAW = b"\n".join([
+    b"diff --git a/src/a.py b/src/a.py",
+    b"index 1111111..2222222 100644",
+    b"--- a/src/a.py",
+    b"+++ b/src/a.py",
+    b"@@ -1,3 +1,3 @@",
+    b" context",
+    b"-old line",
+    b"+new line",
+    b"+another new line",
+]) + b"\n"
+
+
+def test_detectors_catch_a_changed_file_whose_counts_are_lost() -> None:
+    cut = b"diff --git a/src/a.py b/src/a.py\n@@ -1,3 +1,3 @@\n[codeoid] 4 lines cut, raw lines 6-9\n"
+    assert diff_files_named_with_counts(DIFF_RAW, cut)
+    stated = b"[codeoid] src/a.py +2 -1 (raw lines 1-9)\n" + cut
+    assert diff_files_named_with_counts(DIFF_RAW, stated) == []
+    assert diff_files_named_with_counts(DIFF_RAW, DIFF_RAW) == []  # every changed line shown counts too

@@ -16,7 +16,8 @@ from codeoid.compressors import compress_bytes, load_rules
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "compress"
 GOLDEN = FIXTURES / "golden"
 KEY_FIXTURES = ["pytest_click_verbose", "unittest_more_itertools_verbose", "go_test_verbose", "vitest_verbose",
-                "git_diff_toolz_worktree", "git_status_click_untracked", "rg_self_click", "ls_r_stdlib"]
+                "git_diff_toolz_worktree", "git_status_click_untracked", "rg_self_click", "ls_r_stdlib",
+                "git_diff_toolz_releases", "git_log_codeoid", "ls_l_site_packages", "find_chromadb_py"]
 COMMANDS = {entry["name"]: entry["command"]
             for entry in json.loads((FIXTURES / "manifest.json").read_text())["fixtures"]}
 

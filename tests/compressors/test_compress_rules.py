@@ -20,7 +20,8 @@ NO_USER_RULES = "/nonexistent/codeoid-user-rules"
     ("git -C repo --no-pager diff HEAD~1", "git-diff"),
     ("git show HEAD", "git-diff"),
     ("git log -p -3", "git-diff"),
-    ("git log --oneline", "git-log"),
+    ("git log -n 30", "git-log"),
+    ("git log --stat", "git-log"),
     ("git branch -a", "git-branch"),
     ("pytest -q", "pytest"),
     ("python -m pytest tests", "pytest"),
@@ -53,7 +54,7 @@ def test_builtin_packs_cover_the_commands_the_design_names(command: str, rule: s
 @pytest.mark.parametrize("command", [
     "git status --short", "git status --porcelain=v2", "git diff --stat", "git diff --name-only",
     "grep -rl foo .", "grep -c foo f", "rg --files", "go test -json ./...", "find . -delete", "git branch -D x",
-    "python script.py", "cat file",
+    "python script.py", "cat file", "git log --oneline", "git log --format=%H", "git log --pretty=fuller",
 ])
 def test_commands_whose_output_is_already_compact_or_unknown_get_no_rule(command: str) -> None:
     assert load_rules(user_dir=NO_USER_RULES).for_command(command) is None
@@ -124,7 +125,7 @@ def test_cached_rules_are_the_rules_parsed_afresh(tmp_path: Path) -> None:
     fresh = load_rules(user_dir=NO_USER_RULES)
     load_rules(user_dir=NO_USER_RULES, cache_dir=tmp_path)
     cached = load_rules(user_dir=NO_USER_RULES, cache_dir=tmp_path)
-    assert cached == fresh
+    assert cached == fresh._replace(rebuilt=False) and fresh.rebuilt and not cached.rebuilt
 
 
 def test_the_cache_is_rebuilt_only_when_a_rule_file_changes(tmp_path: Path,

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from codeoid import bash_wrapper
+from codeoid.compressors import bash_wrapper
 
 from .fake_anthropic import Reply, Text, ToolResult, ToolUse, bash
 from .rig import ClaudeRig, RunResult
@@ -175,7 +175,7 @@ PROJECT_PLACEHOLDER = "{project}"
 # about or blocks (False), each with a built-in rule, so only the permission decision keeps codeoid out.
 READ_ONLY_CORPUS = {
     "git status": True, "git status src": True, "git diff": True, "git diff HEAD~1 -- src": True,
-    "git log --oneline -n 5": True, "git log -2 --stat": True, "git show HEAD": True, "git branch -vv": True,
+    "git log -n 5": True, "git log -2 --stat": True, "git show HEAD": True, "git branch -vv": True,
     "ls -la src": True, "ls -ltr": True, "find . -name '*.py' -not -path './.git/*'": True,
     "grep -rn --include='*.py' hello .": True, "grep -RH hello src": True, "rg -n hello src": True,
     "tree -L 2 src": True, "du -sh src": True, "git status && git diff": True, "git diff --cached 2>&1": True,

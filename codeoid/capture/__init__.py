@@ -1,0 +1,12 @@
+"""Capture: from a Claude Code hook event to rows in the store, and nothing lost on the way.
+
+`events` has one handler per hook event (what to store, what to inject back), `ingest` applies an event inside
+a write transaction or, when the store is busy or the disk full, hands it to `spool`, which the next writer
+replays. `transcript` reads Claude Code's transcript files (assistant text, compaction boundaries) and
+`prompt_kinds` tells a person's prompt from the turns Claude Code makes itself.
+
+Hook processes import this package on every event, so it stays light. It never imports `codeoid.memory`'s
+search stack (retrieval, the vector index, embeddings, the Chroma server), `codeoid.setup`, the CLI or any entry
+point (`codeoid.hooks`, `codeoid.mcp_server`); the one memory module it reads is `codeoid.memory.workspace_index`,
+for the prebuilt index text SessionStart injects.
+"""

@@ -1,0 +1,306 @@
+"""Finding history to page back: ranked episodes for a query, the caller's own window, the latest read of a file.
+
+`recall_ranked` is the one entry point for ranked retrieval (`recall` is its rows alone); the MCP server and
+`codeoid search` both call it: BM25 and vector candidates fused (`codeoid.memory.ranking`), BM25 alone when the
+vector index cannot answer, and the result says which.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shlex
+import sqlite3
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+from codeoid.memory import chroma_server, ranking
+from codeoid.store import identity, queries, raw, vector_progress
+from codeoid.store.queries import Row
+
+if TYPE_CHECKING:  # chromadb and the model load only when a query reaches the vector index (~0.8 s)
+    from codeoid.memory.vector_index import Hit, VectorIndex
+
+# codeoid's own tool results and rotation seeds are copies of episodes already stored; recalling them would only
+# repeat them.
+NOT_RECALLED_ORIGINS = ("codeoid", "seed")
+# Beyond this a file's change is judged by its mtime alone, so one call never reads a huge file into memory.
+MAX_COMPARED_BYTES = 64 << 20
+
+
+@dataclass(frozen=True)
+class Recalled:
+    """Ranked episodes and how they were found: `fallback` says why vector candidates are missing, if they are."""
+
+    rows: list[Row]
+    signals: str  # "BM25 + semantic" or "BM25"
+    fallback: str | None = None
+    # Chunks other stores put in a shared collection (a team's Chroma server): their text is all there is here.
+    shared: tuple[Hit, ...] = ()
+
+
+def recall(db: sqlite3.Connection, query: str, *, workspace_id: int | None, limit: int = 6,
+           skip_live_of: str | None = None) -> list[Row]:
+    """The episodes of a workspace that best match `query`, best first, each row with its `score`
+    (`recall_ranked` without the note on which signals took part)."""
+    return recall_ranked(db, query, workspace_id=workspace_id, limit=limit, skip_live_of=skip_live_of).rows
+
+
+def recall_ranked(db: sqlite3.Connection, query: str, *, workspace_id: int | None, limit: int = 6,
+                  skip_live_of: str | None = None, weights: ranking.RecallWeights | None = None) -> Recalled:
+    """BM25 and vector candidates fused with recency and path overlap (`codeoid.memory.ranking`), best first.
+
+    Live and archived episodes of every session are candidates, retracted ones never; `skip_live_of` names
+    the caller's backing session, whose live episodes are still in its window and so are left out.
+    `workspace_id=None` searches every workspace (the CLI's `--all-workspaces`), never a default; it is BM25
+    only, since each workspace has its own collection. When the vector index cannot answer, the ranking is
+    BM25's alone and `fallback` says why, so the caller can say so. A signal weighted 0 is not queried
+    (`dense=0` is BM25 alone, `bm25=0` ranks by meaning alone): the retrieval benchmark measures each signal
+    through this same path.
+    """
+    weights = weights or ranking.RecallWeights.from_env()
+    pool = max(limit, weights.candidates)
+    lexical = queries.search_bm25(db, query, workspace_id=workspace_id, limit=pool, skip_live_of=skip_live_of,
+                                  exclude_origins=NOT_RECALLED_ORIGINS) if weights.bm25 else []
+    if not weights.dense:  # BM25 alone, by choice: the ranking a fallback gives
+        return Recalled(lexical[:limit], "BM25")
+    found, fallback = _dense_hits(db, query, workspace_id, pool)
+    if fallback is not None:
+        return Recalled(lexical[:limit], "BM25", fallback)
+    store = identity.store_id(db)
+    hits = [hit for hit in found if hit.store == store]
+    shared = _shared_hits(found[:limit], store, limit)
+    by_id = {row["id"]: row for row in lexical}
+    dense_ids = list(dict.fromkeys(hit.episode_id for hit in hits))
+    by_id.update({episode_id: row for episode_id, row in queries.recallable_episodes(
+        db, [i for i in dense_ids if i not in by_id], workspace_id=workspace_id, skip_live_of=skip_live_of,
+        exclude_origins=NOT_RECALLED_ORIGINS).items()})
+    dense_ids = [episode_id for episode_id in dense_ids if episode_id in by_id]
+    best_chunk: dict[int, Hit] = {}
+    for hit in hits:
+        best_chunk.setdefault(hit.episode_id, hit)
+    fused = ranking.fuse([row["id"] for row in lexical], dense_ids,
+                         created_at={i: row["created_at"] for i, row in by_id.items()},
+                         paths={i: _json_list(row["paths"]) for i, row in by_id.items()}, query=query, weights=weights)
+    rows = []
+    for episode_id, score in fused[:limit]:
+        row = {**by_id[episode_id], "score": score}
+        chunk = best_chunk.get(episode_id)
+        if chunk is not None:
+            row["matched_lines"] = (chunk.start_line, chunk.end_line)
+        rows.append(row)
+    return Recalled(rows, "BM25 + semantic", shared=shared)
+
+
+def _shared_hits(nearest: list[Hit], store: str, limit: int) -> tuple[Hit, ...]:
+    """Other stores' chunks among the nearest `limit`, one per episode, at most half of `limit` (rounded up):
+    a teammate's history helps, but this machine's own comes first."""
+    chosen: dict[tuple[str, int], Hit] = {}
+    for hit in nearest:
+        if hit.store != store:
+            chosen.setdefault((hit.store, hit.episode_id), hit)
+    return tuple(chosen.values())[:(limit + 1) // 2]
+
+
+_index: VectorIndex | None = None
+
+
+def _dense_hits(db: sqlite3.Connection, query: str, workspace_id: int | None, n: int) -> tuple[list[Hit], str | None]:
+    """The nearest chunks of the workspace's collection, or why there are none to fuse."""
+    global _index
+    if not ranking.vector_enabled():
+        return [], "semantic memory is off (CODEOID_VECTOR=off)"
+    if workspace_id is None:
+        return [], "semantic search covers one workspace at a time"
+    if vector_progress.progress(db).indexed_upto == 0 and chroma_server.remote_url() is None:
+        return [], "the vector index is still empty"
+    ids = queries.workspace_ids(db, workspace_id)
+    if ids is None:
+        return [], "the workspace is unknown"
+    from codeoid.memory.vector_index import VectorIndex, VectorIndexUnavailable, workspace_index_id
+
+    store = identity.store_id(db)
+    if _index is None or _index.store != store:
+        _index = VectorIndex(store=store)
+    try:
+        return _index.query(query, workspace_index_id(*ids), n), None
+    except VectorIndexUnavailable as error:
+        return [], f"the vector index is unreachable ({error})"
+
+
+def caller_backing_session(db: sqlite3.Connection, *, parent_pid: int | None,
+                           session_env: str | None) -> str | None:
+    """The backing session a process started by `claude` serves: the open one the hooks recorded for its
+    parent pid (which follows `/clear`), else the one `CLAUDE_CODE_SESSION_ID` names if still open."""
+    return queries.open_backing_session(db, claude_pid=parent_pid, backing_session_id=session_env or None)
+
+
+@dataclass(frozen=True)
+class FileRead:
+    """What one stored call returned of a file: a Read (whole or a line range) or a `cat` that printed it."""
+
+    episode_id: int
+    source: str  # "Read" or "Bash"
+    command: str | None  # the Bash command, for `cat` reads
+    content: bytes  # the text the call returned (a compressed call's exact stdout from its raw output)
+    raw_output_id: str | None  # set when content is a raw output's bytes: exactly what was printed
+    whole: bool
+    start_line: int
+    line_count: int
+    total_lines: int | None
+    read_at: float
+    backing_session_id: str | None
+    state: str
+
+
+@dataclass(frozen=True)
+class DiskState:
+    """The file as it is now, compared with a stored read of it."""
+
+    exists: bool
+    size: int | None = None
+    mtime: float | None = None
+    sha256: str | None = None
+    stored_sha256: str | None = None
+    modified_after_read: bool = False
+    verdict: str = ""  # "unchanged", "changed", "gone"
+    detail: str = ""
+
+
+def latest_file_read(db: sqlite3.Connection, workspace_id: int, path: str, *, default_cwd: str) -> FileRead | None:
+    """The most recent successful call in the workspace that read `path` (a real path): a Read, or a Bash
+    `cat <path>` (relative paths resolved against the raw output's cwd where known, else `default_cwd`)."""
+    for candidate in queries.file_read_candidates(db, workspace_id, os.path.basename(path)):
+        if candidate["tool_name"] == "Read":
+            if any(_same_path(stored, path, default_cwd) for stored in _json_list(candidate["paths"])):
+                return _read_of(db, candidate)
+        elif candidate["tool_name"] == "Bash":
+            command = candidate["original_command"] or candidate["command"] or ""
+            target = cat_target(command)
+            if target is None:
+                continue
+            found = raw.get_raw_output(db, candidate["raw_output_id"]) if candidate["raw_output_id"] else None
+            cwd = found.cwd if found is not None and found.cwd else default_cwd
+            if _same_path(target, path, cwd):
+                return _cat_of(db, candidate, command, found is not None)
+    return None
+
+
+def cat_target(command: str) -> str | None:
+    """The one file a `cat FILE` (or `cat -- FILE`) command prints whole; None for anything else."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return None
+    if len(words) == 2 and words[0] == "cat" and not words[1].startswith("-"):
+        return words[1]
+    if len(words) == 3 and words[:2] == ["cat", "--"]:
+        return words[2]
+    return None
+
+
+def compare_with_disk(read: FileRead, path: str) -> DiskState:
+    """Whether the file changed since the read: size and mtime always, content where it can be compared
+    (the whole file for a whole read, the same line range for a partial one)."""
+    try:
+        stat = os.stat(path)
+        if stat.st_size > MAX_COMPARED_BYTES:
+            return DiskState(exists=True, size=stat.st_size, mtime=stat.st_mtime,
+                             modified_after_read=stat.st_mtime > read.read_at,
+                             verdict="changed" if stat.st_mtime > read.read_at else "unchanged",
+                             detail="by mtime only; the file is too large to compare its content")
+        with open(path, "rb") as file:
+            current = file.read()
+    except FileNotFoundError:
+        return DiskState(exists=False, verdict="gone", detail="the file no longer exists")
+    except OSError as error:
+        return DiskState(exists=False, verdict="gone", detail=f"the file cannot be read now ({error.strerror})")
+    now = DiskState(exists=True, size=stat.st_size, mtime=stat.st_mtime, sha256=hashlib.sha256(current).hexdigest(),
+                    modified_after_read=stat.st_mtime > read.read_at)
+    if read.whole:
+        stored = replace(now, stored_sha256=hashlib.sha256(read.content).hexdigest())
+        if current == read.content:
+            return replace(stored, verdict="unchanged", detail="same sha256")
+        if read.raw_output_id is None and _normalized(current) == _normalized(read.content):
+            return replace(stored, verdict="unchanged", detail="same text apart from line endings or trailing newlines")
+        return replace(stored, verdict="changed", detail="content differs")
+    stored_lines = read.content.split(b"\n")
+    start = read.start_line - 1
+    current_lines = current.split(b"\n")[start:start + len(stored_lines)]
+    if [line.rstrip(b"\r") for line in current_lines] == [line.rstrip(b"\r") for line in stored_lines]:
+        return replace(now, verdict="unchanged", detail=f"lines {_line_span(read)} are the same")
+    return replace(now, verdict="changed", detail=f"lines {_line_span(read)} differ")
+
+
+def _line_span(read: FileRead) -> str:
+    return f"{read.start_line}-{read.start_line + max(read.line_count, 1) - 1}"
+
+
+def _normalized(data: bytes) -> bytes:
+    return data.replace(b"\r\n", b"\n").rstrip(b"\n")
+
+
+def _read_of(db: sqlite3.Connection, candidate: Row) -> FileRead:
+    episode = queries.get_episode(db, candidate["id"])
+    assert episode is not None
+    content = episode["text"]
+    tool_input = _json_dict(episode["input"])
+    file = _json_dict(episode["response"]).get("file")
+    file = file if isinstance(file, dict) else {}
+    lines = content.split("\n")
+    start = _int(file.get("startLine")) or _int(tool_input.get("offset")) or 1
+    count = _int(file.get("numLines")) or len(lines)
+    total = _int(file.get("totalLines"))
+    if total is not None:
+        whole = start == 1 and count >= total
+    else:
+        whole = tool_input.get("offset") is None and tool_input.get("limit") is None
+    return FileRead(
+        episode_id=episode["id"], source="Read", command=None, content=content.encode("utf-8", "surrogatepass"),
+        raw_output_id=None, whole=whole, start_line=start, line_count=count, total_lines=total,
+        read_at=episode["created_at"], backing_session_id=episode["backing_session_id"], state=episode["state"],
+    )
+
+
+def _cat_of(db: sqlite3.Connection, candidate: Row, command: str, has_raw: bool) -> FileRead:
+    episode = queries.get_episode(db, candidate["id"])
+    assert episode is not None
+    if has_raw:
+        content = raw.read_raw_stdout(db, candidate["raw_output_id"])
+    else:
+        content = episode["text"].encode("utf-8", "surrogatepass")
+    count = content.count(b"\n") + (1 if content and not content.endswith(b"\n") else 0)
+    return FileRead(
+        episode_id=episode["id"], source="Bash", command=command, content=content,
+        raw_output_id=candidate["raw_output_id"] if has_raw else None,
+        whole=True, start_line=1, line_count=count, total_lines=count, read_at=episode["created_at"],
+        backing_session_id=episode["backing_session_id"], state=episode["state"],
+    )
+
+
+def _same_path(stored: str, wanted: str, cwd: str) -> bool:
+    return os.path.realpath(os.path.join(cwd, os.path.expanduser(stored))) == wanted
+
+
+def _json_list(text: str | None) -> list[str]:
+    value = _json(text)
+    return [item for item in value if isinstance(item, str)] if isinstance(value, list) else []
+
+
+def _json_dict(text: str | None) -> dict[str, object]:
+    value = _json(text)
+    return value if isinstance(value, dict) else {}
+
+
+def _json(text: str | None) -> object:
+    if not text:
+        return None
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
+
+
+def _int(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None

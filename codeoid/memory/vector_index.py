@@ -1,0 +1,258 @@
+"""Episode chunks in Chroma, one collection per workspace, for the indexer to fill and retrieval to query.
+
+Every process reaches Chroma over HTTP (`codeoid.memory.chroma_server` says why): the local server, started on demand,
+or the team server `CODEOID_CHROMA_URL` names. A collection is keyed by the workspace's portable id (the
+normalized git remote URL), so teammates' clones share one; its documents hold the chunk text, so a hit from
+someone else's session reads as text even though their store is not here.
+
+Episode ids belong to one store (one machine's data dir), so every chunk also names its store: ids are
+`<store id>:<episode id>:<chunk number>` and the metadata carries `store`. On a team's server two machines'
+episode 123 never overwrite each other, and a hit from another store is never read as a local episode.
+Adding the same chunks again replaces them instead of duplicating them: an indexer killed mid-batch simply
+redoes the batch.
+
+When Chroma cannot be reached every call raises `VectorIndexUnavailable`, which retrieval turns into a BM25-only
+answer that says so. A local server that stopped while idle is restarted once before giving up.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import socket
+import threading
+import urllib.parse
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, TypeVar
+
+import httpx
+
+from codeoid.memory import chroma_server
+from codeoid.memory.chroma_embedding import CodeoidEmbeddingFunction
+
+if TYPE_CHECKING:
+    from chromadb.api import ClientAPI
+    from chromadb.api.models.Collection import Collection
+
+MetadataValue = str | int | float | bool
+T = TypeVar("T")
+
+
+class VectorIndexUnavailable(RuntimeError):
+    """Chroma cannot be reached (or started); semantic candidates are missing from this answer."""
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A piece of one episode's text small enough to embed whole (see `Embedder.max_tokens`)."""
+
+    episode_id: int
+    number: int  # 0-based position within the episode
+    start_line: int  # 1-based, inclusive: the lines of the episode text this chunk holds
+    end_line: int
+    text: str
+    metadata: Mapping[str, MetadataValue] = field(default_factory=dict)  # e.g. session, kind, created_at
+
+
+@dataclass(frozen=True)
+class Hit:
+    store: str  # the store the episode lives in: this machine's, or a teammate's on a shared server
+    episode_id: int
+    chunk: int
+    start_line: int
+    end_line: int
+    distance: float  # cosine distance: 0 is the same direction, 2 the opposite
+    document: str
+    metadata: Mapping[str, MetadataValue]
+
+
+def _hit(stored: Mapping[str, object], document: str | None, distance: float) -> Hit:
+    metadata = {key: value for key, value in stored.items() if isinstance(value, str | int | float | bool)}
+    return Hit(store=str(metadata.get("store", "")), episode_id=int(metadata["episode_id"]),
+               chunk=int(metadata["chunk"]), start_line=int(metadata["start_line"]),
+               end_line=int(metadata["end_line"]), distance=float(distance), document=document or "",
+               metadata=metadata)
+
+
+def workspace_index_id(portable_id: str | None, key: str) -> str:
+    """What a workspace's collection is keyed by: its remote URL, else (no remote, so nothing to share) its
+    local key qualified by host, so two machines' `/home/me/project` never meet on a team server."""
+    return portable_id or f"local:{socket.gethostname()}:{key}"
+
+
+def collection_name(workspace: str) -> str:
+    """Chroma names allow only `[a-zA-Z0-9._-]` and 3-512 characters; the id itself goes in the metadata.
+
+    `v2` is the store-qualified chunk layout; the collections before it keyed chunks by episode id alone."""
+    return "codeoid-v2-" + _digest(workspace)
+
+
+def legacy_collection_name(workspace: str) -> str:
+    """Where codeoid kept a workspace's chunks before chunk ids named their store (migration m007)."""
+    return "codeoid-" + _digest(workspace)
+
+
+def _digest(workspace: str) -> str:
+    return hashlib.sha256(workspace.encode()).hexdigest()[:32]
+
+
+class VectorIndex:
+    """One store's view of every workspace's chunks, over one HTTP client that reconnects when the server has
+    moved on: it writes and deletes only its own store's chunks, and its hits say whose they are."""
+
+    def __init__(self, *, store: str, url: str | None = None,
+                 embedding_function: CodeoidEmbeddingFunction | None = None) -> None:
+        """`store` is this store's id (`codeoid.store.identity.store_id`); `url` pins one server (tests); by
+        default it is `CODEOID_CHROMA_URL` or the local server."""
+        self.store = store
+        self._url = url
+        self._embedding_function = embedding_function or CodeoidEmbeddingFunction()
+        self._client: ClientAPI | None = None
+        self._connect_lock = threading.Lock()  # the indexer thread and a recall may find the server gone together
+        self._collections: dict[str, Collection] = {}
+
+    def add_chunks(self, workspace: str, chunks: Sequence[Chunk]) -> None:
+        """Embed and store `chunks`; chunks already there (same episode and number) are replaced.
+
+        An episode re-chunked into fewer pieces keeps its old tail: call `delete_episode` first.
+        """
+        if not chunks:
+            return
+
+        def add(collection: Collection) -> None:
+            collection.upsert(
+                ids=[self._chunk_id(chunk.episode_id, chunk.number) for chunk in chunks],
+                documents=[chunk.text for chunk in chunks],
+                metadatas=[{**chunk.metadata, "store": self.store, "episode_id": chunk.episode_id,
+                            "chunk": chunk.number, "start_line": chunk.start_line, "end_line": chunk.end_line}
+                           for chunk in chunks],
+            )
+
+        self._with_collection(workspace, add, create=True)
+
+    def query(self, text: str, workspace: str, n: int = 10) -> list[Hit]:
+        """The `n` chunks of `workspace` nearest to `text`, nearest first (empty for an unknown workspace), of
+        every store that shares the collection: `hit.store` tells this store's from a teammate's."""
+        if n < 1:
+            return []
+
+        def nearest(collection: Collection) -> list[Hit]:
+            result = collection.query(query_texts=[text], n_results=n,
+                                      include=["documents", "metadatas", "distances"])
+            metadatas = (result["metadatas"] or [[]])[0]
+            documents = (result["documents"] or [[]])[0]
+            distances = (result["distances"] or [[]])[0]
+            return [_hit(meta, document, distance)
+                    for meta, document, distance in zip(metadatas, documents, distances, strict=True)]
+
+        return self._with_collection(workspace, nearest, create=False) or []
+
+    def first_chunks(self, workspace: str, episode_ids: Sequence[int]) -> dict[int, tuple[Sequence[float], str]]:
+        """The stored vector and text of each of this store's episodes' first chunk, by episode id (missing ones
+        left out): what the workspace index clusters into topics, without embedding anything again."""
+        if not episode_ids:
+            return {}
+
+        def fetch(collection: Collection) -> dict[int, tuple[Sequence[float], str]]:
+            result = collection.get(ids=[self._chunk_id(episode_id, 0) for episode_id in episode_ids],
+                                    include=["embeddings", "documents", "metadatas"])
+            embeddings = result["embeddings"] if result["embeddings"] is not None else []
+            documents = result["documents"] or []
+            metadatas = result["metadatas"] or []
+            return {int(str(meta["episode_id"])): (vector, document or "")
+                    for meta, vector, document in zip(metadatas, embeddings, documents, strict=True)}
+
+        return self._with_collection(workspace, fetch, create=False) or {}
+
+    def delete_episode(self, workspace: str, episode_id: int) -> None:
+        """Remove every chunk of one of this store's episodes (retracted, or about to be re-chunked)."""
+        where = {"$and": [{"store": self.store}, {"episode_id": episode_id}]}
+        self._with_collection(workspace, lambda c: c.delete(where=where), create=False)  # type: ignore[arg-type]
+
+    def count(self, workspace: str) -> int:
+        """Chunks in the workspace's collection, of every store that shares it."""
+        return self._with_collection(workspace, lambda c: c.count(), create=False) or 0
+
+    def forget_store(self, workspace: str) -> None:
+        """Delete this store's chunks of a workspace (a full reindex starts from nothing); a teammate's chunks in
+        a shared collection stay."""
+        self._with_collection(workspace, lambda c: c.delete(where={"store": self.store}), create=False)
+
+    def _chunk_id(self, episode_id: int, number: int) -> str:
+        return f"{self.store}:{episode_id}:{number}"
+
+    def _with_collection(self, workspace: str, operation: Callable[[Collection], T], *, create: bool) -> T | None:
+        """Run `operation` on the workspace's collection; None when it does not exist and `create` is False."""
+
+        def run(client: ClientAPI) -> T | None:
+            collection = self._collections.get(workspace) or self._open(client, workspace, create)
+            if collection is None:
+                return None
+            self._collections[workspace] = collection
+            return operation(collection)
+
+        return self._call(run)
+
+    def _open(self, client: ClientAPI, workspace: str, create: bool) -> Collection | None:
+        from chromadb.errors import NotFoundError
+
+        name = collection_name(workspace)
+        if create:
+            if chroma_server.remote_url() is None:
+                self._drop_legacy(client, workspace)
+            return client.get_or_create_collection(
+                name, embedding_function=self._embedding_function,  # type: ignore[arg-type]
+                configuration={"hnsw": {"space": "cosine"}}, metadata={"codeoid_workspace": workspace},
+            )
+        try:
+            return client.get_collection(name, embedding_function=self._embedding_function)  # type: ignore[arg-type]
+        except NotFoundError:
+            return None
+
+    @staticmethod
+    def _drop_legacy(client: ClientAPI, workspace: str) -> None:
+        """On this machine's own server, the collection from before store-qualified chunk ids is dead weight: the
+        store re-indexes into the new one. A team server's is left, for teammates still on an older codeoid."""
+        from chromadb.errors import NotFoundError
+
+        try:
+            client.delete_collection(legacy_collection_name(workspace))
+        except NotFoundError:
+            pass
+
+    def _call(self, operation: Callable[[ClientAPI], T]) -> T:
+        """Run `operation` with a live client: reconnect once (restarting a local server) if the first try
+        finds nobody there, then give up with `VectorIndexUnavailable`."""
+        failure: Exception | None = None
+        for _ in range(2):
+            try:
+                client = self._connect()
+                if self._url is None and chroma_server.remote_url() is None:
+                    chroma_server.touch_lease()
+                return operation(client)
+            except (httpx.TransportError, chroma_server.ChromaServerError, ConnectionError) as error:
+                failure = error
+                self._client = None
+                self._collections.clear()
+        where = self._url or chroma_server.remote_url() or "the local Chroma server"
+        raise VectorIndexUnavailable(f"the vector index at {where} is unreachable: {failure}") from failure
+
+    def _connect(self) -> ClientAPI:
+        with self._connect_lock:
+            if self._client is None:
+                self._client = self._new_client()
+            return self._client
+
+    def _new_client(self) -> ClientAPI:
+        import chromadb
+        from chromadb.config import Settings
+
+        url = self._url or chroma_server.server_url()
+        parts = urllib.parse.urlsplit(url)
+        ssl = parts.scheme == "https"
+        try:
+            return chromadb.HttpClient(host=parts.hostname or chroma_server.HOST,
+                                       port=parts.port or (443 if ssl else 80), ssl=ssl,
+                                       settings=Settings(anonymized_telemetry=False))
+        except ValueError as error:  # chromadb's "Could not connect to a Chroma server"
+            raise ConnectionError(str(error)) from error

@@ -1,0 +1,254 @@
+"""The workspace index: a compact, stable text telling the model what memory holds before it needs to ask.
+
+It has a fingerprint line (episodes, sessions, first and last activity), the hottest files by touch count with a
+`recall_file` nudge, topic clusters over the episode embeddings (`codeoid.memory.topics`), one line per recent session,
+and the memory tools by the names the active install route gives them. The long-lived process builds it
+(`build`; it needs the vector index for topics) and saves it in the store; hooks only read it: SessionStart
+injects it whole (`for_window`), UserPromptSubmit a short `delta` when memory changed materially since the
+window last saw it.
+
+The text is a pure function of the stored state: no "built at", no "3 hours ago", lists in a fixed order. The
+same memory gives byte-identical text, so it never breaks the prompt cache. Times are UTC minutes.
+
+Hooks import this module, so it imports nothing heavy at the top (numpy and chromadb load inside `build`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import time
+
+from codeoid.memory_tools import PLUGIN_TOOL_PREFIX, SETTINGS_TOOL_PREFIX, TOOLS
+from codeoid.store import workspace_index as stored_index
+from codeoid.text import one_line
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from codeoid.memory.privacy import Policy
+    from codeoid.memory.vector_index import VectorIndex
+
+OPEN, CLOSE = "<codeoid_memory>", "</codeoid_memory>"
+UPDATE_OPEN, UPDATE_CLOSE = "<codeoid_memory_update>", "</codeoid_memory_update>"
+MAX_CHARS = 3000  # the whole injected text; Claude Code's own limit is ~10,000
+HOT_FILES = 8
+RECENT_SESSIONS = 5
+TOPIC_SAMPLE = 2000  # episodes clustered at most, evenly spread over the memory's history
+PROMPT_CHARS = 70
+# A delta is worth a few hundred characters of the window only for news: other sessions' work, or a change in
+# what memory is mostly about.
+MATERIAL_OTHERS_EPISODES = 5
+DELTA_HOT_FILES = 5
+NOT_COUNTED_ORIGINS = ("codeoid", "seed")  # copies of stored episodes, as in retrieval
+_LONGEST_PREFIX = max(SETTINGS_TOOL_PREFIX, PLUGIN_TOOL_PREFIX, key=len)
+
+
+def build(db: sqlite3.Connection, workspace_id: int, *, vectors: VectorIndex | None,
+          now: float | None = None) -> int:
+    """Gather the facts, render the text and save it; the stored version (unchanged if the text is)."""
+    facts = gather(db, workspace_id, vectors=vectors)
+    return stored_index.save(db, workspace_id, body=render_body(facts), facts=_dump(facts),
+                             now=time.time() if now is None else now)
+
+
+def gather(db: sqlite3.Connection, workspace_id: int, *, vectors: VectorIndex | None) -> dict[str, Any]:
+    """Everything the index says, as plain JSON-able data (also what deltas compare)."""
+    from codeoid.memory.privacy import Policy
+
+    policy = Policy.from_env()
+    root = db.execute("SELECT root FROM workspaces WHERE id = ?", (workspace_id,)).fetchone()[0]
+    count, sessions, first, last, newest = db.execute(
+        f"""SELECT count(*), count(DISTINCT session_id), min(created_at), max(created_at), coalesce(max(id), 0)
+            FROM episodes WHERE workspace_id = ? AND state != 'retracted' AND origin NOT IN {NOT_COUNTED_ORIGINS}""",
+        (workspace_id,),
+    ).fetchone()
+    return {
+        "root": root,
+        "episodes": count,
+        "sessions": sessions,
+        "first_at": first,
+        "last_at": last,
+        "newest_episode": newest,
+        "hot_files": _hot_files(db, workspace_id, root, policy),
+        "topics": _topics(db, workspace_id, vectors) if vectors is not None else [],
+        "recent_sessions": _recent_sessions(db, workspace_id, policy),
+    }
+
+
+def render_body(facts: dict[str, Any], *, budget: int | None = None) -> str:
+    """The index without its tool reference, within `budget` characters (dropping list tails to fit)."""
+    budget = budget if budget is not None else MAX_CHARS - len(_wrap("", tool_reference(_LONGEST_PREFIX)))
+    limits = [(HOT_FILES, len(facts["topics"]), RECENT_SESSIONS), (6, 6, 3), (4, 4, 2), (3, 3, 1), (0, 0, 0)]
+    text = ""
+    for files, topics, recent in limits:
+        text = _render(facts, files, topics, recent)
+        if len(text) <= budget:
+            return text
+    return text[:budget]
+
+
+def for_window(stored: stored_index.Stored, tool_prefix: str) -> str:
+    """The text SessionStart injects: the body and the tool reference under the route's tool names."""
+    return _wrap(stored.body, tool_reference(tool_prefix))
+
+
+def tool_reference(tool_prefix: str) -> str:
+    return "\n".join(["Memory tools (look things up instead of guessing):",
+                      *(f"- {tool_prefix}{name}{args}: {purpose}" for name, args, purpose in TOOLS)])
+
+
+def delta(db: sqlite3.Connection, shown_facts: str, stored: stored_index.Stored, *, workspace_id: int,
+          session_id: str) -> str | None:
+    """What a window should hear about memory since it last saw the index, or None when nothing material changed.
+
+    Material: at least `MATERIAL_OTHERS_EPISODES` episodes from other sessions, or a new topic. The window's
+    own work is in the window already, so a hot-file list it reshuffled alone is no news; when there is news,
+    a changed hot-file list comes with it.
+    """
+    try:
+        before, now = json.loads(shown_facts), json.loads(stored.facts)
+    except ValueError:
+        return None
+    lines = []
+    others = _others_since(db, workspace_id, int(before.get("newest_episode") or 0), session_id)
+    if others >= MATERIAL_OTHERS_EPISODES:
+        lines.append(f"{others} new episodes from other sessions of this workspace since your index "
+                     f"(timeline() lists them).")
+    old_files = {path for path, _ in before.get("hot_files", [])[:DELTA_HOT_FILES]}
+    new_files = now.get("hot_files", [])[:DELTA_HOT_FILES]
+    if new_files and {path for path, _ in new_files} != old_files:
+        listed = ", ".join(f"{path} ({count})" for path, count in new_files)
+        added = [path for path, _ in new_files if path not in old_files]
+        lines.append(f"Hottest files now: {listed}" + (f"; new among them: {', '.join(added)}." if added else "."))
+    old_topics = {topic["label"] for topic in before.get("topics", [])}
+    new_topics = [topic for topic in now.get("topics", []) if topic["label"] not in old_topics]
+    lines += [f"New topic: {_topic_line(topic)}" for topic in new_topics]
+    if others < MATERIAL_OTHERS_EPISODES and not new_topics:
+        return None
+    return "\n".join([UPDATE_OPEN, *lines, UPDATE_CLOSE])
+
+
+def _render(facts: dict[str, Any], files: int, topics: int, recent: int) -> str:
+    count, sessions = facts["episodes"], facts["sessions"]
+    lines = [
+        f"codeoid memory for {facts['root']}: {count:,} episode{'s' * (count != 1)} in {sessions:,} "
+        f"session{'s' * (sessions != 1)}"
+        + (f", {_when(facts['first_at'])} to {_when(facts['last_at'])}." if facts["first_at"] else "."),
+        "Every prompt, answer and tool result is stored verbatim, including what has left your context window.",
+    ]
+    if files and facts["hot_files"]:
+        lines += ["", "Hottest files (touches); recall_file(path) gives the last stored read and whether it changed:"]
+        lines += [f"- {path} ({touches})" for path, touches in facts["hot_files"][:files]]
+    if topics and facts["topics"]:
+        lines += ["", "Topics (share of episodes, an episode to start from):"]
+        lines += [f"- {_topic_line(topic)}" for topic in facts["topics"][:topics]]
+    if recent and facts["recent_sessions"]:
+        lines += ["", "Recent sessions:"]
+        lines += [_session_line(session) for session in facts["recent_sessions"][:recent]]
+    return "\n".join(lines)
+
+
+def _topic_line(topic: dict[str, Any]) -> str:
+    return f"{topic['label']} ({round(topic['share'] * 100)}%, episode {topic['example_episode']})"
+
+
+def _session_line(session: dict[str, Any]) -> str:
+    parts = [_when(session["last_at"]), session["id"][:8]]
+    parts.append(f"{session['turns']} turn{'s' * (session['turns'] != 1)}")
+    if session["rotations"]:
+        parts.append(f"{session['rotations']} rotation{'s' * (session['rotations'] != 1)}")
+    if session["forked_from"]:
+        parts.append(f"forked from {session['forked_from'][:8]} at turn {session['at_turn']}")
+    about = session["name"] or session["first_prompt"]
+    return "- " + " · ".join(parts) + (f": {json.dumps(about, ensure_ascii=False)}" if about else "")
+
+
+def _wrap(body: str, tools: str) -> str:
+    return f"{OPEN}\n{body}\n\n{tools}\n{CLOSE}"
+
+
+def _when(stamp: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(stamp))
+
+
+def _dump(facts: dict[str, Any]) -> str:
+    return json.dumps(facts, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+def _hot_files(db: sqlite3.Connection, workspace_id: int, root: str, policy: Policy) -> list[list[Any]]:
+    rows = db.execute(
+        f"""SELECT p.value, count(*) AS touches FROM episodes e, json_each(e.paths) p
+            WHERE e.workspace_id = ? AND e.kind = 'tool' AND e.state != 'retracted' AND e.paths LIKE '[_%'
+              AND e.origin NOT IN {NOT_COUNTED_ORIGINS} AND p.type = 'text'
+            GROUP BY p.value ORDER BY touches DESC, p.value LIMIT ?""",
+        (workspace_id, HOT_FILES * 3),
+    ).fetchall()
+    shown: dict[str, int] = {}
+    for path, touches in rows:
+        if policy.excluded([path]):
+            continue
+        name = os.path.relpath(path, root) if path.startswith(root.rstrip("/") + "/") else path
+        shown[name] = shown.get(name, 0) + touches
+    ranked = sorted(shown.items(), key=lambda item: (-item[1], item[0]))
+    return [[name, touches] for name, touches in ranked[:HOT_FILES]]
+
+
+def _recent_sessions(db: sqlite3.Connection, workspace_id: int, policy: Policy) -> list[dict[str, Any]]:
+    rows = db.execute(
+        f"""SELECT s.id, s.name, s.turn_count, s.rotation_count, s.forked_from, s.at_turn,
+                   max(e.created_at) AS last_at,
+                   (SELECT f.text FROM episodes f WHERE f.session_id = s.id AND f.kind = 'user'
+                        AND f.origin = 'user' AND f.state != 'retracted' ORDER BY f.id LIMIT 1) AS first_prompt
+            FROM sessions s JOIN episodes e ON e.session_id = s.id
+            WHERE s.workspace_id = ? AND e.state != 'retracted' AND e.origin NOT IN {NOT_COUNTED_ORIGINS}
+            GROUP BY s.id ORDER BY last_at DESC, s.id LIMIT ?""",
+        (workspace_id, RECENT_SESSIONS),
+    ).fetchall()
+    return [
+        {"id": session_id, "name": name, "turns": turns, "rotations": rotations, "forked_from": forked_from,
+         "at_turn": at_turn, "last_at": last_at, "first_prompt": one_line(policy.redact(first or ""), PROMPT_CHARS)}
+        for session_id, name, turns, rotations, forked_from, at_turn, last_at, first in rows
+    ]
+
+
+def _topics(db: sqlite3.Connection, workspace_id: int, vectors: VectorIndex) -> list[dict[str, Any]]:
+    """Clusters of up to `TOPIC_SAMPLE` indexed episodes spread evenly over the history (empty while Chroma is
+    unreachable: the index then simply has no topics section)."""
+    import numpy as np
+
+    from codeoid.memory.topics import MIN_EPISODES, find_topics
+    from codeoid.memory.vector_index import VectorIndexUnavailable, workspace_index_id
+    from codeoid.store import queries, vector_progress
+
+    ids = queries.workspace_ids(db, workspace_id)
+    upto = vector_progress.progress(db).indexed_upto
+    candidates = [row[0] for row in db.execute(
+        f"""SELECT id FROM episodes WHERE workspace_id = ? AND id <= ? AND state != 'retracted'
+                AND origin NOT IN {NOT_COUNTED_ORIGINS} ORDER BY id""",
+        (workspace_id, upto),
+    )]
+    if ids is None or len(candidates) < MIN_EPISODES:
+        return []
+    step = max(1, len(candidates) / TOPIC_SAMPLE)
+    sample = [candidates[int(i * step)] for i in range(min(TOPIC_SAMPLE, len(candidates)))]
+    try:
+        stored = vectors.first_chunks(workspace_index_id(*ids), sample)
+    except VectorIndexUnavailable:
+        return []
+    found = sorted(stored)
+    if len(found) < MIN_EPISODES:
+        return []
+    topics = find_topics(found, np.array([stored[i][0] for i in found]), [stored[i][1] for i in found])
+    return [{"label": topic.label, "share": round(topic.share, 3), "example_episode": topic.example_episode}
+            for topic in topics]
+
+
+def _others_since(db: sqlite3.Connection, workspace_id: int, after_episode_id: int, session_id: str) -> int:
+    return int(db.execute(
+        f"""SELECT count(*) FROM episodes WHERE workspace_id = ? AND id > ? AND session_id != ?
+                AND state != 'retracted' AND origin NOT IN {NOT_COUNTED_ORIGINS}""",
+        (workspace_id, after_episode_id, session_id),
+    ).fetchone()[0])

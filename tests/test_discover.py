@@ -1,0 +1,134 @@
+"""`codeoid discover`: over a store filled through the real hooks, the Bash output that reached the window
+uncompressed is put down to the right reason, with exact byte counts, and the allow rule it names really makes
+the rewrite compress that command."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import executable, run_hook
+from test_gain import git_repo_with_changes
+
+SESSION = "cc-discover"
+
+
+class Session:
+    """A Claude Code session as the hooks see it: PreToolUse decides, bash runs what it decided, PostToolUse
+    stores what Claude Code would show."""
+
+    def __init__(self, project: Path, env: dict[str, str]) -> None:
+        self.project, self.env, self.calls = project, env, 0
+        assert run_hook("SessionStart", {"session_id": SESSION, "source": "startup", "cwd": str(project)},
+                        env=env, cwd=project).returncode == 0
+
+    def decide(self, command: str) -> str:
+        payload = {"session_id": SESSION, "cwd": str(self.project), "hook_event_name": "PreToolUse",
+                   "permission_mode": "default", "tool_name": "Bash", "tool_use_id": f"toolu_d{self.calls}",
+                   "tool_input": {"command": command}}
+        result = run_hook("PreToolUse", payload, env=self.env, cwd=self.project)
+        assert (result.returncode, result.stderr) == (0, b"")
+        return str(json.loads(result.stdout)["hookSpecificOutput"]["updatedInput"]["command"]) if result.stdout \
+            else command
+
+    def bash(self, command: str) -> tuple[bool, int]:
+        """Run one call; whether the hook wrapped it, and the bytes of stdout the window received."""
+        ran = self.decide(command)
+        done = subprocess.run(["/bin/bash", "-c", ran], capture_output=True, cwd=self.project,
+                              env={**os.environ, **self.env}, timeout=300)
+        stdout = done.stdout.decode()
+        payload = {"session_id": SESSION, "cwd": str(self.project), "hook_event_name": "PostToolUse",
+                   "permission_mode": "default", "tool_name": "Bash", "tool_use_id": f"toolu_d{self.calls}",
+                   "tool_input": {"command": ran},
+                   "tool_response": {"stdout": stdout, "stderr": "", "interrupted": False, "isImage": False}}
+        assert run_hook("PostToolUse", payload, env=self.env, cwd=self.project).returncode == 0
+        self.calls += 1
+        return ran != command, len(stdout.encode())
+
+
+@pytest.fixture
+def world(tmp_path: Path, codeoid_home: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
+    project = git_repo_with_changes(tmp_path / "repo")
+    tests = "".join(f"def test_ok_{index}():\n    assert True\n\n\n" for index in range(200))
+    (project / "test_suite.py").write_text(tests + "def test_broken():\n    assert 1 + 1 == 3\n")
+    (project / "app.log").write_text("".join(f"2026-12-01 12:00:{index % 60:02d} INFO request {index} served\n"
+                                             for index in range(400)))
+    home, config = tmp_path / "home", tmp_path / "claude-config"
+    home.mkdir()
+    config.mkdir()
+    env = {"HOME": str(home), "CLAUDE_CONFIG_DIR": str(config), "CLAUDE_PROJECT_DIR": str(project),
+           "SHELL": "/bin/bash", "XDG_CONFIG_HOME": str(tmp_path / "xdg"), "CODEOID_HOME": str(codeoid_home),
+           "CLAUDE_PID": str(os.getpid())}
+    return {"project": project, "env": env, "config": config, "session": Session(project, env)}
+
+
+def discover(world: dict[str, Any], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([executable("codeoid"), "discover", *args], capture_output=True, text=True,
+                          cwd=world["project"], env={**os.environ, **world["env"]}, timeout=120)
+
+
+def test_discover_names_each_missed_command_with_its_reason_and_bytes(world: dict[str, Any]) -> None:
+    session: Session = world["session"]
+    pytest_command = f"{sys.executable} -m pytest -q -p no:cacheprovider test_suite.py"
+    wrapped_diff, diff_bytes = session.bash("git diff")  # read-only: compressed with no allow rule at all
+    wrapped_pytest, pytest_bytes = session.bash(pytest_command)  # needs an allow rule the user has not given
+    wrapped_cat, cat_bytes = session.bash("cat app.log")  # no rule compresses cat
+    wrapped_traced, traced_bytes = session.bash("set -x; git diff --stat")  # `set -x` would trace the wrapper
+    wrapped_status, status_bytes = session.bash("git log")  # wrapped, but one commit is too small to compress
+    assert (wrapped_diff, wrapped_pytest, wrapped_cat, wrapped_traced, wrapped_status) == (
+        True, False, False, False, True)
+
+    done = discover(world, "--json")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+
+    missed = pytest_bytes + cat_bytes + traced_bytes + status_bytes
+    assert (report["calls"], report["compressed_calls"]) == (5, 1)
+    assert report["window_bytes"] == report["compressed_window_bytes"] + missed
+    assert report["missed_bytes"] == missed
+    assert report["by_reason"] == dict(sorted({
+        "not allowed by the permission rules": pytest_bytes, "no rule": cat_bytes,
+        "stepped aside for a construct": traced_bytes, "under the size floor": status_bytes,
+    }.items(), key=lambda item: -item[1]))
+    shapes = {(shape["reason"], shape["shape"]): shape for shape in report["shapes"]}
+    assert set(shapes) == {("not allowed by the permission rules", "pytest"), ("no rule", "cat"),
+                           ("stepped aside for a construct", "git diff"), ("under the size floor", "git log")}
+    assert [shape["bytes"] for shape in report["shapes"]] == sorted((shape["bytes"] for shape in report["shapes"]),
+                                                                    reverse=True)
+    not_allowed = shapes[("not allowed by the permission rules", "pytest")]
+    assert not_allowed["allow_rule"] == f"Bash({sys.executable} -m pytest:*)"
+    assert not_allowed["example"] == pytest_command
+
+    # The rule it names is the one that works: with it in the user's settings, the hook compresses the command.
+    (world["config"] / "settings.json").write_text(json.dumps({"permissions": {"allow": [not_allowed["allow_rule"]]}}))
+    assert session.decide(pytest_command) != pytest_command
+
+
+def test_discover_prints_a_table_a_person_reads_and_gain_points_at_it(world: dict[str, Any]) -> None:
+    session: Session = world["session"]
+    for _ in range(3):
+        session.bash("cat app.log test_suite.py")
+
+    table = discover(world)
+    assert table.returncode == 0, table.stderr
+    lines = table.stdout.splitlines()
+    assert lines[0].startswith("3 Bash calls put ") and "0 went through compression" in lines[0]
+    assert "(100%) reached it uncompressed" in lines[1]
+    row = next(line for line in lines if line.startswith("cat "))
+    assert row.split()[:2] == ["cat", "3"] and row.endswith("no rule")
+
+    gain = subprocess.run([executable("codeoid"), "gain"], capture_output=True, text=True, cwd=world["project"],
+                          env={**os.environ, **world["env"]}, timeout=60)
+    assert gain.returncode == 0
+    assert "reached the window uncompressed: `codeoid discover` says which commands and why." in gain.stdout
+
+
+def test_discover_with_nothing_stored_says_so(world: dict[str, Any]) -> None:
+    done = discover(world)
+    assert (done.returncode, done.stdout.strip()) == (0, "No Bash call is stored here yet.")

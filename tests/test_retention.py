@@ -1,0 +1,200 @@
+"""Retention with a budget and real forgetting, through the real `codeoid` CLI and the real MCP server.
+
+`codeoid gc --apply` brings a store grown past its budget under it without touching a live window, and recall,
+timeline and get_episode then say "raw expired" where bytes were dropped; incomplete raw outputs and old
+quarantined files are swept after their grace period; `codeoid forget` leaves no byte of the forgotten text in
+the database file, its WAL or the full-text index, and a tombstone in the timeline.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import executable
+from test_mcp_server import Memory, call, git_project, serve
+
+from codeoid.store import capture, queries, raw, retention
+from codeoid.store import db as store_db
+
+MB = 1024 * 1024
+
+
+@pytest.fixture
+def memory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Memory]:
+    home = tmp_path / "codeoid-home"
+    monkeypatch.setenv("CODEOID_HOME", str(home))
+    found = Memory(home, git_project(tmp_path / "project"))
+    try:
+        yield found
+    finally:
+        found.db.close()
+
+
+def codeoid(memory: Memory, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    result = subprocess.run([executable("codeoid"), *args], capture_output=True, text=True, timeout=300,
+                            cwd=memory.project, env={**os.environ, "CODEOID_HOME": str(memory.home)})
+    if check:
+        assert result.returncode == 0, result.stdout + result.stderr
+    return result
+
+
+def bash_with_raw(memory: Memory, owner: capture.Owner, name: str, size: int = MB) -> tuple[int, str, bytes]:
+    """A compressed Bash call: its raw stdout (incompressible bytes) archived first, then the episode."""
+    stdout = os.urandom(size)
+    raw_id = f"raw-{name}"
+    raw.store_raw_output(memory.db, raw_id, command=f"make {name}", stdout=stdout)
+    episode = memory.bash(owner, f"make {name}", f"compressed output of {name}\n[codeoid] 9,000 lines removed",
+                          raw_output_id=raw_id)
+    return episode, raw_id, stdout
+
+
+def data_dir_size(home: Path) -> int:
+    return sum(retention.file_sizes(str(home)).values())
+
+
+def test_gc_brings_an_over_budget_store_under_its_budget_and_never_touches_a_live_window(memory: Memory) -> None:
+    old = memory.backing("bs-old")
+    archived = [bash_with_raw(memory, old, f"archived-{index}") for index in range(6)]
+    for episode, _, _ in archived:
+        memory.set_state(episode, "archived")
+    live = [bash_with_raw(memory, memory.backing("bs-live"), f"live-{index}") for index in range(2)]
+    memory.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    codeoid(memory, "gc")  # the first writer sets the spool reserve aside: it counts against the budget too
+    used = data_dir_size(memory.home)
+    budget = used - int(3.5 * MB)
+
+    dry = codeoid(memory, "gc", "--budget", str(budget))
+    assert "raw outputs would expire: 4" in dry.stdout and "dry run: nothing changed" in dry.stdout
+    assert all(raw.read_raw_stdout(memory.db, raw_id) == stdout for _, raw_id, stdout in archived)
+
+    applied = codeoid(memory, "gc", "--apply", "--budget", str(budget))
+
+    assert "raw outputs expired: 4" in applied.stdout, applied.stdout
+    assert data_dir_size(memory.home) <= budget
+    for _, raw_id, stdout in live + archived[4:]:
+        assert raw.read_raw_stdout(memory.db, raw_id) == stdout  # live windows and the newest archived: intact
+    for episode, raw_id, _ in archived[:4]:
+        found = raw.get_raw_output(memory.db, raw_id)
+        assert found is not None and found.expired_at is not None and found.stdout_size == MB
+        assert raw.read_raw_stdout(memory.db, raw_id) == b""
+        row = queries.get_episode(memory.db, episode)
+        assert row is not None and row["text"].startswith("compressed output of")  # the compressed text stays
+    shown = codeoid(memory, "show", archived[0][1], "--raw", check=False)
+    assert shown.returncode != 0 and "raw expired" in shown.stderr
+
+    timeline, episode_page, raw_page, recall = serve(
+        memory, ("timeline", {"limit": 20}), ("get_episode", {"episode_id": archived[0][0]}),
+        ("get_episode", {"episode_id": archived[0][1]}), ("recall", {"query": "compressed output archived-0"}))
+    assert timeline.text.count("raw expired") == 4, timeline.text
+    assert "raw expired" in episode_page.text
+    assert raw_page.is_error and "raw expired" in raw_page.text
+    assert "raw expired" in recall.text
+    assert "raw expired" not in call(memory, "get_episode", episode_id=live[0][0]).text
+
+    doctor = codeoid(memory, "doctor", check=False)
+    assert "The data dir holds" in doctor.stdout and "raw outputs" in doctor.stdout
+
+
+def test_gc_sweeps_incomplete_raw_outputs_and_old_quarantine_after_their_grace(memory: Memory) -> None:
+    writer = raw.RawOutputWriter(memory.db, "raw-killed", command="make killed")  # never finished: killed
+    writer.write(b"partial output\n" * 1000)
+    writer.flush()
+    fresh_writer = raw.RawOutputWriter(memory.db, "raw-running", command="make running")
+    fresh_writer.write(b"still running\n")
+    fresh_writer.flush()
+    two_days_ago = time.time() - 2 * 24 * 3600
+    memory.db.execute("UPDATE raw_outputs SET created_at = ? WHERE id = 'raw-killed'", (two_days_ago,))
+    quarantine = memory.home / "quarantine"
+    quarantine.mkdir(mode=0o700, exist_ok=True)
+    (quarantine / "old.event.json.failed").write_bytes(b"{}")
+    (quarantine / "new.event.json.failed").write_bytes(b"{}")
+    (quarantine / "store-20260101T000000-7.db").write_bytes(b"a corrupt store: maybe the only copy")
+    long_ago = time.time() - 40 * 24 * 3600
+    for name in ("old.event.json.failed", "store-20260101T000000-7.db"):
+        os.utime(quarantine / name, (long_ago, long_ago))
+
+    result = codeoid(memory, "gc", "--apply")
+
+    assert "incomplete raw outputs swept: 1" in result.stdout and "quarantined files removed: 1" in result.stdout
+    assert raw.read_raw_stdout(memory.db, "raw-killed") == b""
+    assert raw.read_raw_stdout(memory.db, "raw-running") == b"still running\n"
+    assert sorted(path.name for path in quarantine.iterdir()) == ["new.event.json.failed",
+                                                                  "store-20260101T000000-7.db"]
+
+
+SECRET = "zanzibarquokka"
+
+
+def test_forget_deletes_text_raw_fts_and_vectors_for_good_and_leaves_a_tombstone(memory: Memory) -> None:
+    owner = memory.backing("bs-1")
+    before = memory.user(owner, "first, an ordinary question")
+    pasted = memory.user(owner, f"my password is {SECRET}, keep it safe")
+    run, raw_id, _ = bash_with_raw(memory, owner, "leak", size=4096)
+    raw.store_raw_output(memory.db, "raw-leak2", command="cat .env", stdout=f"PASSWORD={SECRET}\n".encode() * 50)
+    leaked = memory.bash(owner, "cat .env", f"PASSWORD={SECRET}", raw_output_id="raw-leak2")
+    after = memory.assistant(owner, "an ordinary answer")
+    queries.catch_up_fts(memory.db)
+    with store_db.write_transaction(memory.db):  # as if the vector indexer had embedded everything
+        memory.db.execute("UPDATE vector_progress SET indexed_upto = ?, claimed_upto = ?", (after, after))
+    memory.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    database = memory.home / "store.db"
+    assert SECRET.encode() in database.read_bytes()
+
+    result = codeoid(memory, "forget", str(pasted), str(leaked), str(run))
+
+    assert f"forgot {pasted}" in result.stdout and "deleted 2 raw output(s)" in result.stdout
+    for path in (database, memory.home / "store.db-wal"):
+        if path.exists():
+            assert SECRET.encode() not in path.read_bytes(), path
+    fts_hits = memory.db.execute("SELECT count(*) FROM episodes_fts WHERE episodes_fts MATCH ?", (SECRET,))
+    assert fts_hits.fetchone() == (0,)
+    assert raw.get_raw_output(memory.db, "raw-leak2") is None and raw.get_raw_output(memory.db, raw_id) is None
+    assert {row[0] for row in memory.db.execute("SELECT episode_id FROM vector_removals")} == {pasted, leaked, run}
+    tombstone = queries.get_episode(memory.db, pasted)
+    assert tombstone is not None and tombstone["summary"] == "forgotten" and tombstone["text"] == ""
+    assert tombstone["forgotten_at"] is not None and tombstone["prompt_id"]  # a replayed hook cannot bring it back
+
+    timeline = call(memory, "timeline", limit=20).text
+    assert [f"{episode}" in timeline for episode in (before, pasted, leaked, after)] == [True] * 4
+    assert timeline.count("forgotten") == 3 and SECRET not in timeline
+    assert call(memory, "recall", query=SECRET).text.startswith("No stored e")  # nothing left to match
+
+    again = codeoid(memory, "forget", str(pasted), "--vacuum")
+    assert "already forgotten" in again.stderr
+
+
+def test_raw_chunks_are_stored_zstd_compressed_and_old_plain_chunks_still_read(codeoid_home: Path) -> None:
+    import sqlite3
+
+    from codeoid import paths
+    from codeoid.store.migrations import migrate
+
+    paths.ensure_private_dir(os.path.dirname(paths.database_path()))
+    old = sqlite3.connect(paths.database_path(), isolation_level=None)
+    migrate(old, upto="m008_retraction")  # a store from before compression, with a plain chunk in it
+    old.execute("INSERT INTO raw_outputs (id, command, stdout_size, complete, created_at)"
+                " VALUES ('raw-old', 'seq 3', 6, 1, 1.0)")
+    old.execute("INSERT INTO raw_chunks (raw_output_id, seq, data) VALUES ('raw-old', 0, ?)", (b"1\n2\n3\n",))
+    old.close()
+
+    upgraded = store_db.connect()
+    try:
+        assert raw.read_raw_stdout(upgraded, "raw-old") == b"1\n2\n3\n"
+        text = b"".join(b"test_%d PASSED\n" % index for index in range(300_000))  # ~5 MB of test output
+        noise = os.urandom(3 * MB)
+        raw.store_raw_output(upgraded, "raw-text", command="pytest", stdout=text)
+        raw.store_raw_output(upgraded, "raw-noise", command="head -c 3M /dev/urandom", stdout=noise)
+        assert raw.read_raw_stdout(upgraded, "raw-text") == text
+        assert raw.read_raw_stdout(upgraded, "raw-noise") == noise
+        stored = dict(upgraded.execute("SELECT raw_output_id, sum(length(data)) FROM raw_chunks GROUP BY 1"))
+        codecs = dict(upgraded.execute("SELECT raw_output_id, group_concat(DISTINCT coalesce(codec, 'plain'))"
+                                       " FROM raw_chunks GROUP BY 1"))
+        assert codecs == {"raw-old": "plain", "raw-text": "zstd", "raw-noise": "plain"}
+        assert stored["raw-text"] < len(text) / 10 and stored["raw-noise"] == len(noise)
+    finally:
+        upgraded.close()
