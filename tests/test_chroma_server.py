@@ -161,6 +161,7 @@ def test_four_concurrent_writer_processes_lose_nothing(home: Path) -> None:
         chunks = [Chunk(writer * 1000 + i, 0, 1, 1, f"writer {writer} episode {i}: ran the tests, {i % 7} failed")
                   for i in range(120)]
         default_embedder().embed(["load the model before the race starts"])
+        open(sys.argv[2] + f".ready-{writer}", "w").close()
         while not os.path.exists(sys.argv[2]):
             time.sleep(0.01)
         for start in range(0, len(chunks), 10):
@@ -168,7 +169,11 @@ def test_four_concurrent_writer_processes_lose_nothing(home: Path) -> None:
     """
     writers = [subprocess.Popen([sys.executable, "-c", textwrap.dedent(writer), str(n), str(go)],
                                 stderr=subprocess.PIPE, text=True) for n in range(4)]
-    time.sleep(1)
+    # Every writer has loaded its model and waits: the four start their writes together, on any machine.
+    def ready() -> bool:
+        return all((home / f"go.ready-{n}").exists() for n in range(4))
+    wait_until(lambda: ready() or any(process.poll() is not None for process in writers), timeout=300)
+    assert ready(), [process.communicate()[1] for process in writers if process.poll() is not None]
     go.touch()
     for process in writers:
         _, err = process.communicate(timeout=300)
