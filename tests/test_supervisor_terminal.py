@@ -27,8 +27,8 @@ signal.signal(signal.SIGWINCH, lambda *_: os.write(1, size()))
 with open(os.environ["FAKE_CLAUDE_LOG"], "w") as log:
     json.dump({"pid": os.getpid(), "argv": sys.argv[1:], "session": os.environ.get("CODEOID_SESSION_ID"),
                "run_dir": os.environ.get("CODEOID_RUN_DIR")}, log)
+tty.setraw(0)  # before the first SIZE line: a test that has seen it may send Ctrl-C, which must arrive as a key
 os.write(1, size())
-tty.setraw(0)
 while True:
     key = os.read(0, 1)
     if key == b"q":
