@@ -253,7 +253,7 @@ def terminated_after_reading(data: bytes, *args: str) -> tuple[bytes, int]:
     wait_until_read(process.stdin)
     process.send_signal(signal.SIGTERM)
     out = process.stdout.read()
-    status = process.wait(timeout=10)
+    status = process.wait(timeout=60)
     process.stdin.close()
     return out, status
 
@@ -283,7 +283,7 @@ def test_sigint_while_running_a_command_stops_at_once(project: Path) -> None:
     wait_until_output_read(shell, then="sleep")  # the 50 lines are printed and read, the command still runs
     process.send_signal(signal.SIGINT)
 
-    assert process.wait(timeout=10) == 128 + signal.SIGINT
+    assert process.wait(timeout=60) == 128 + signal.SIGINT
     assert process.stdout is not None and process.stdout.read() == seq_bytes(50)
 
 
