@@ -191,8 +191,19 @@ def type_into_forked_session(argv: Sequence[str], env: Mapping[str, str], cwd: s
 
 
 def recorded(home: Path, text: str) -> bool:
-    """Whether the CLI's own record under `home` (Codex's rollout, Gemini's chat, both JSON lines) holds `text`."""
-    return any(text in path.read_text(errors="replace") for path in home.rglob("*.jsonl"))
+    """Whether the CLI's own record under `home` (Codex's rollout, Gemini's chat, both JSON lines) holds `text`.
+    The CLI writes there meanwhile: a file or folder gone between listing and reading is simply not it."""
+    try:
+        paths = list(home.rglob("*.jsonl"))
+    except OSError:
+        return False
+    for path in paths:
+        try:
+            if text in path.read_text(errors="replace"):
+                return True
+        except OSError:
+            continue
+    return False
 
 
 def quit_with_ctrl_c(terminal: Terminal) -> None:
