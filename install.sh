@@ -32,7 +32,9 @@ fi
 # Hooks run by the venv's own interpreter, by absolute path: a version-manager shim (pyenv) in front of
 # every hook would triple its start-up time.
 [ -x "$venv/bin/python" ] || "$python" -m venv "$venv"
-"$venv/bin/python" -m pip install --quiet --disable-pip-version-check ".$extras"
+# pip's own lines are the progress report: the first install fetches chromadb and onnxruntime (about a minute).
+echo "Installing codeoid and its dependencies into $venv with pip (about a minute the first time)..."
+"$venv/bin/python" -m pip install --disable-pip-version-check --progress-bar on ".$extras"
 echo "codeoid $("$venv/bin/codeoid" --version | awk '{print $NF}') installed in $venv"
 
 [ "$register" = 1 ] || exit 0
@@ -44,5 +46,20 @@ fi
 "$venv/bin/codeoid" install --scope user
 "$venv/bin/codeoid" doctor || true
 
+cat <<NEXT
+
+codeoid is registered with Claude Code. Next:
+  claude                     start Claude Code as usual: every turn is kept (in a new terminal, if this one runs
+                             a script)
+  $venv/bin/codeoid run      the same, rotating into a fresh window instead of compacting
+  $venv/bin/codeoid gain     what compression kept out of the window; \`codeoid --help\` for the rest
+NEXT
+
 [ "$start" = 1 ] || exit 0
+# Claude Code's interactive mode needs a terminal; without one (a script, a container, CI) it would fail with
+# "Input must be provided...", after an install that worked.
+if [ ! -t 0 ] || [ ! -t 1 ]; then
+  echo "No terminal here, so Claude Code is not started: run \`claude\` in a terminal."
+  exit 0
+fi
 exec claude "${claude_args[@]}"

@@ -11,6 +11,11 @@ export CODEOID_VENV=${CODEOID_VENV:-.venv}
 
 ./install.sh --no-register --extras test
 
+# The viewer's browser tests drive Debian's Chromium (about two minutes to install, once).
+if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium
+fi
+
 tools=.tools
 installed() {  # the version npm installed of a package under .tools, if any
   node -e "try{console.log(require('./$tools/node_modules/$1/package.json').version)}catch(e){}" 2>/dev/null

@@ -96,6 +96,22 @@ the lower layers' rules. The first enabled rule that matches applies::
     fields = { subject = '^    (\\S.*)' }  # optional digest: the item becomes one line from its fields,
     digest = "{subject}[[ (+{body} lines)]]"   # tallies and {lines}; a [[...]] part goes when its fields are 0/empty
 
+    [rule.failures]                       # test runs: failure reports grouped by cause (failure_groups.py)
+    begin = '^=+ FAILURES =+$'            # optional: reports only after this line
+    start = '^_{3,} (.+?) _{3,}$'         # starts one failure's report, group 1 names the test
+    end = '^=+ .* =+$'                    # optional: ends the report, belongs to none
+    head = 1                              # first lines of every report kept (the test id)
+    reason = ['^E\\s']                     # why it failed: kept in every report, `reason_lines` (6) each
+    message = '^E\\s+(\\S.*)$'              # the first (or, `last_message = true`, last) match: the cause's message
+    frame = '^\\s*File "([^"]+)", line (\\d+)'   # a frame's location before its code: path, line
+    frame_after = '^(\\S+):(\\d+): '        # or after it (pytest's long form)
+    frame_lines = 2                       # code lines kept beside a kept frame
+    pointer = ['^>']                      # the failing line in a frame's code
+    library = ['site-packages/']          # frame paths that are not the project's
+    innermost_first = false               # true where stacks list the raising frame first (JS, Rust)
+    captured = '^-+ Captured .* -+$'      # captured output, `captured_lines` (10) kept in a cause's first report
+    budget = 60                           # traceback lines for all first reports together
+
     [rule.group]                          # listings: per-group budget, one summary line at the end
     by = "extension"                      # or "directory" (`depth` levels below where the listing starts), or
     keep = 6                              #   "section" with `section = '^(.+):$'` (ls -R's headers)
@@ -127,6 +143,11 @@ Patterns are Python regular expressions searched in the first 4 KiB of each line
 surrogateescape). Order of decisions per line: the rule's `keep`, then `drop` and `item.drop`, then `collapse`,
 then the engine's diagnostics, then `long_line`, the item budget, the group budget and `head`/`tail`; once the
 output ends, the budget. Lines kept by `keep` or the diagnostics, and the closing line, are never cut by it.
+Lines of a failure report are decided by `failures` when the report ends, before anything else: the first
+report of each cause keeps a trimmed traceback (`failures.budget` lines over all of them, at most the rule's
+budget lines), later ones their first lines, reasons and kept lines, and one marker per run of them names the
+count and raw lines cut; a report with no reason and no message goes through the operations above. What
+`failures` keeps counts against the rule's budget first and is never cut by it: the budget cuts the other lines.
 '''
 
 from __future__ import annotations

@@ -22,6 +22,7 @@ import re
 from collections import deque
 from collections.abc import Callable, Iterator
 
+from codeoid.compressors import failure_groups
 from codeoid.compressors.diagnostics import DIAGNOSTIC_HINTS, DIAGNOSTIC_PATTERNS
 from codeoid.compressors.rules import Rule
 
@@ -45,11 +46,19 @@ MAX_TABLE = 30
 # Index lines (one per item) held before the rest are only counted.
 MAX_INDEX = 4096
 _FIELD = re.compile(r"\{(\w+)\}")
+
+
+def _say_nothing() -> None:
+    """The text of a note that has nothing to say (a digest the budget cut)."""
+    return None
+
+
 _TEMPLATE = re.compile(r"\[\[(.*?)\]\]|\{(\w+)\}", re.S)
 
-KEEP, OMIT, PENDING, DROP, NOTE = range(5)
+# HELD: in a failure report not yet decided (see failure_groups); CUT: removed, a note counts it and its lines.
+KEEP, OMIT, PENDING, DROP, NOTE, HELD, CUT = range(7)
 # Removal reasons that a gap marker does not spell out (the marker's count says enough).
-_PLAIN_REASONS = frozenset({"head/tail", "item budget", "group budget", "budget"})
+_PLAIN_REASONS = frozenset({"head/tail", "item budget", "group budget", "budget", "traceback lines"})
 
 
 class MarkerCollision(Exception):
@@ -71,7 +80,8 @@ class _Entry:
         self.blank = not line.strip()
         self.counted = False  # counts toward its item's summary (a search hit rather than a context line)
         self.must = False  # kept by the rule's `keep`, the diagnostics or as the closing line: the budget never cuts
-        # A NOTE's text, made when it is written (counts may change until then); None: nothing to say after all.
+        # A NOTE's text, made when it is written (counts may change until then; None: nothing to say after all).
+        # Without it, a NOTE's line is its text.
         self.note: Callable[[], str | None] | None = None
 
 
@@ -188,6 +198,14 @@ class Pipeline:
         self._column_same: list[bool] = []  # whether every row so far had the same value there
         self._columns_cut: list[int] | None = None  # decided when first written
         self._window = max(rule.tail, item.tail if item else 0) + 1
+        # The failures operation spends first: its traceback lines come out of the rule's budget (never more
+        # than its lines), and what it keeps the budget does not cut (see `_apply_verdict`).
+        failures = rule.failures
+        if failures is not None and self.budget_lines:
+            failures = failures._replace(budget=min(failures.budget, self.budget_lines))
+        self._failures = failure_groups.FailureGroups(
+            failures, keep=self._keeps, diagnostic=self._is_diagnostic, drop=self._drops,
+            apply=self._apply_verdict, note=self._failure_note) if failures else None
 
         self.out = bytearray()
         self.removed: dict[str, int] = {}
@@ -231,6 +249,12 @@ class Pipeline:
             raise MarkerCollision
         entry = _Entry(line, self.lineno)
         text = line[:MATCH_CHARS].decode("utf-8", "surrogateescape")
+        if self._failures is not None:
+            entry.state = HELD  # before `feed`, which may decide it at once (a report too long to hold)
+            if self._failures.feed(entry, text):
+                self._append(entry)
+                return
+            entry.state = KEEP
         if self._item_start is not None or self._item_key is not None:
             self._track_item(text)
             self._captured = bool(self._fields) and self._item is not None and self._capture_fields(self._item, text)
@@ -339,6 +363,43 @@ class Pipeline:
             self._omit(entry, "long lines")
             return
         self._budget(entry, text)
+
+    def _keeps(self, text: str) -> bool:
+        return self._keep is not None and self._keep.search(text)
+
+    def _drops(self, text: str) -> bool:
+        return self._drop is not None and self._drop.search(text)
+
+    def _apply_verdict(self, entry: _Entry, verdict: int, text: str) -> None:
+        """A failure report's line decided (failure_groups): kept, trimmed with a gap marker, cut under a note, or
+        given back to the rule's other operations."""
+        if verdict == failure_groups.RELEASE:
+            entry.state = KEEP
+            self._decide(entry, text)
+        elif verdict == failure_groups.KEEP:
+            entry.state = KEEP
+            entry.must = True  # the failures operation spends first: the rule's budget does not cut what it kept
+        elif verdict == failure_groups.DROP:
+            entry.state, entry.reason = DROP, "dropped"
+        elif verdict == failure_groups.OMIT:
+            entry.state, entry.reason = OMIT, "traceback lines"
+        else:
+            entry.state, entry.reason = CUT, "similar-failure lines"
+
+    def _failure_note(self, text: str, before: _Entry | None) -> None:
+        """A marker line from failure_groups, queued before the held line `before` (the next report's first
+        line) or, when None, after everything so far."""
+        if before is None:
+            self._note(text)
+            return
+        note = _Entry(text.encode("utf-8", "surrogateescape"), before.lineno)  # a NOTE's line is its text
+        note.state = NOTE
+        note.blank = True
+        for index in range(len(self._buffer) - 1, -1, -1):
+            if self._buffer[index] is before:
+                self._buffer.insert(index, note)
+                return
+        self._note(text)
 
     def _is_diagnostic(self, text: str) -> bool:
         return (self._diagnostics is not None and self._diagnostic_hints.search(text.lower()) is not None
@@ -486,15 +547,16 @@ class Pipeline:
                 f"{'s' if item.omitted > 1 else ''} not shown"), absorbs=item)
         self._item = None
 
-    def _note(self, text: Callable[[], str | None], *, absorbs: _ItemState | None = None,
+    def _note(self, text: str | Callable[[], str | None], *, absorbs: _ItemState | bool | None = None,
               budgeted: bool = False) -> None:
-        """Queue a marker line in raw order, its text made when written; `absorbs`: the item whose left-out lines
-        it describes, so a gap made of exactly those lines is named by the note rather than a marker of its own.
-        `budgeted`: the note stands for its item's lines (a digest), so the budget may cut it like a line."""
+        """Queue a marker line in raw order. `text` may be made when written (a callable; None: say nothing),
+        as counts may change until then. `absorbs`: the item (True: the current one) whose left-out lines the
+        note describes, so a gap made of exactly those lines is named by the note rather than a marker of its
+        own. `budgeted`: the note stands for its item's lines (a digest), so the budget may cut it like a line."""
         entry = _Entry(b"", self.lineno)
         entry.state = NOTE
-        entry.note = text
-        entry.item = absorbs
+        entry.note = text if callable(text) else (lambda: text)
+        entry.item = self._item if absorbs is True else absorbs or None
         entry.reason = "budgeted" if budgeted else ""
         entry.blank = True  # never the closing line
         self._append(entry)
@@ -507,14 +569,15 @@ class Pipeline:
         self._previous = entry if entry.state != NOTE else None
         if not entry.blank:
             self._last_nonblank = entry
-        while len(buffer) > self._window and (buffer[0] is not self._last_nonblank or len(buffer) > MAX_PINNED):
+        while len(buffer) > self._window and buffer[0].state != HELD and (
+                buffer[0] is not self._last_nonblank or len(buffer) > MAX_PINNED):
             self._hold(buffer.popleft())
 
     def _hold(self, entry: _Entry) -> None:
         """An entry leaving the lookbehind buffer: dropped lines are only counted, a left-out line joins the gap
         record before it, and kept lines and notes wait for the budget."""
-        if entry.state == DROP:
-            self.removed["dropped"] = self.removed.get("dropped", 0) + 1 + entry.repeats
+        if entry.state in (DROP, CUT):  # a CUT line is named by failure_groups' note for its run
+            self.removed[entry.reason] = self.removed.get(entry.reason, 0) + 1 + entry.repeats
             return
         decided = self._decided
         if entry.state == OMIT:
@@ -571,7 +634,7 @@ class Pipeline:
                 bytes_left -= bytes_cost
                 for entry in entries[share:]:
                     if entry.state == NOTE:
-                        entry.note = None  # its item's lines are left out already; they join the gaps beside
+                        entry.note = _say_nothing  # its item's lines are left out already; they join the gaps
                         continue
                     self._omit(entry, label)
                     cut.add(id(entry))
@@ -639,7 +702,8 @@ class Pipeline:
             self._add_gap(entry.lineno, entry.lineno + entry.repeats, {entry.reason: count})
             return
         if state == NOTE:
-            text = entry.note() if entry.note is not None else None
+            # A note made by text alone (an _Entry whose line is the note) is written as it is.
+            text = entry.note() if entry.note is not None else entry.line.decode("utf-8", "surrogateescape")
             if text is None:
                 return
             item = entry.item
@@ -696,6 +760,8 @@ class Pipeline:
     def close(self, *, complete: bool, newline_at_end: bool = True) -> None:
         """Write everything still buffered. `complete`: this is the whole output, so keep its closing line."""
         closing = self._last_nonblank
+        if self._failures is not None:
+            self._failures.finish(closing if complete else None)
         if complete and closing is not None:
             if closing.state != KEEP:
                 self._restore(closing)

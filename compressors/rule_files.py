@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 BUILTIN_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "rules")
 # Bump when the plain form of a rule changes, so old caches are not read.
-CACHE_FORMAT = 3
+CACHE_FORMAT = 4
 
 
 def default_user_dir() -> str:

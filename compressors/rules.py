@@ -189,6 +189,34 @@ class Budget(NamedTuple):
     min_share: int = 1  # fewer lines than this for every item: show whole shares of the first items instead
 
 
+class Failures(NamedTuple):
+    """A test run's failure reports grouped by cause (see `failure_groups`): the first failure of each cause keeps
+    a trimmed traceback, every later one its first lines and its reasons; one note per run of them says what was
+    cut and where."""
+
+    start: str  # a line matching starts one failure's report; group 1, if any, names the test
+    begin: str | None = None  # reports are looked for only after a line matching this (a FAILURES banner)
+    end: str | None = None  # a line matching ends the current report and belongs to none (a summary banner)
+    head: int = 1  # first lines of every report kept (its test id)
+    reason: tuple[str, ...] = ()  # lines saying why it failed (assertion, error message): kept, `reason_lines` each
+    reason_lines: int = 6
+    message: str | None = None  # the first line matching gives the cause's message (group 1, if any)
+    last_message: bool = False  # the last one does (Python tracebacks end with their exception)
+    # A frame's location line, group 1 the path and group 2 the line number. `frame` comes before the frame's
+    # code (Python tracebacks, JS stacks, pytest --tb=short); `frame_after` after it (pytest's long tracebacks).
+    frame: str | None = None
+    frame_after: str | None = None
+    frame_lines: int = 2  # a kept frame's code: lines after its `frame` line, or before its `frame_after` pointer
+    pointer: tuple[str, ...] = ()  # lines marking the failing line of a kept frame's code (pytest `>`, jest `> 12 |`)
+    library: tuple[str, ...] = ()  # frame paths that are not the project's code (site-packages, node_modules)
+    innermost_first: bool = False  # stacks list the raising frame first (JS), not last (Python)
+    captured: str | None = None  # starts a report's captured output, of which `captured_lines` are kept
+    captured_lines: int = 10
+    # Lines of traceback detail over all first-of-a-cause reports (at most the rule's budget lines); past it they
+    # keep only reasons. Spent before the rule's `Budget`, which never cuts what this operation keeps.
+    budget: int = 60
+
+
 class Rule(NamedTuple):
     """One compression rule: when it applies, and the operations that turn raw output into compressed output."""
 
@@ -205,6 +233,7 @@ class Rule(NamedTuple):
     collapse: tuple[Collapse, ...] = ()
     item: Item | None = None
     group: Group | None = None
+    failures: Failures | None = None
     head: int | None = None
     tail: int = 0
     budget: Budget = Budget()
@@ -224,6 +253,10 @@ class Rule(NamedTuple):
         fields["item"] = Item(**{**item, "drop": tuple(item["drop"]), "tally": tuple(map(tuple, item["tally"])),
                                  "fields": tuple(map(tuple, item["fields"]))}) if item else None
         fields["group"] = Group(**plain["group"]) if plain["group"] is not None else None
+        failures: dict[str, Any] | None = plain.get("failures")
+        if failures is not None:
+            failures = {key: tuple(value) if isinstance(value, list) else value for key, value in failures.items()}
+        fields["failures"] = Failures(**failures) if failures is not None else None
         fields["columns"] = Columns(**plain["columns"]) if plain.get("columns") else None
         budget = plain["budget"]
         fields["budget"] = Budget(budget["lines"], budget["bytes"],
@@ -236,7 +269,7 @@ class Rule(NamedTuple):
 
 _RULE_KEYS = {
     "name", "description", "enabled", "match", "keep", "diagnostics", "drop", "dedupe", "long_line", "collapse",
-    "item", "group", "head", "tail", "budget", "columns",
+    "item", "group", "failures", "head", "tail", "budget", "columns",
 }
 _MATCH_KEYS = {"program", "subcommand", "args_any", "args_none", "options_with_value"}
 _COLLAPSE_KEYS = {"label", "patterns", "keep"}
@@ -245,6 +278,7 @@ _ITEM_KEYS = {"start", "key", "end", "drop", "count", "head", "tail", "label", "
 _GROUP_KEYS = {"by", "keep", "path", "depth", "section", "extensions"}
 _BUDGET_KEYS = {"lines", "bytes", "tier", "rest", "fair", "min_share"}
 _TIER_KEYS = {"label", "patterns"}
+_FAILURES_KEYS = set(Failures._fields)
 
 
 class _Checker:
@@ -329,6 +363,7 @@ def rule_from_table(table: Any) -> dict[str, Any]:
         "collapse": [_collapse(check, entry, index) for index, entry in enumerate(_list_of(table, "collapse"))],
         "item": _item(check, table["item"]) if "item" in table else None,
         "group": _group(check, table["group"]) if "group" in table else None,
+        "failures": _failures(check, table["failures"]) if "failures" in table else None,
         "head": check.count(table.get("head"), "head", allow_none=True),
         "tail": check.count(table.get("tail", 0), "tail"),
         "budget": _budget(check, table.get("budget", {})),
@@ -347,7 +382,8 @@ def _disabled(name: str) -> dict[str, Any]:
     """A rule that only switches off the rule of the same name from a lower layer."""
     return {"name": name, "description": "", "enabled": False, "match": [], "keep": [],
             "diagnostics": True, "drop": [], "dedupe": True, "long_line": None, "collapse": [], "item": None,
-            "group": None, "head": None, "tail": 0, "budget": _budget(_Checker({}), {}), "columns": None}
+            "group": None, "failures": None, "head": None, "tail": 0, "budget": _budget(_Checker({}), {}),
+            "columns": None}
 
 
 def _list_of(table: dict[str, Any], key: str) -> list[Any]:
@@ -456,3 +492,34 @@ def _group(check: _Checker, value: Any) -> dict[str, Any]:
         "section": check.pattern(group["section"], "group.section") if "section" in group else None,
         "extensions": check.flag(group.get("extensions", False), "group.extensions"),
     }
+
+
+def _failures(check: _Checker, value: Any) -> dict[str, Any]:
+    failures = check.table_of(value, "failures", _FAILURES_KEYS)
+    if "start" not in failures:
+        raise ValueError("failures.start is required")
+    plain: dict[str, Any] = {}
+    for key, default in Failures._field_defaults.items():
+        given = failures.get(key, list(default) if isinstance(default, tuple) else default)
+        where = f"failures.{key}"
+        if key in ("reason", "pointer", "library"):
+            plain[key] = check.strings(given, where, patterns=True)
+        elif isinstance(default, bool):
+            plain[key] = check.flag(given, where)
+        elif isinstance(default, int):
+            plain[key] = check.count(given, where)
+        elif given is not None:
+            plain[key] = check.pattern(given, where)
+        else:
+            plain[key] = None
+    plain["start"] = check.pattern(failures["start"], "failures.start")
+    for key in ("frame", "frame_after"):
+        if plain[key] is not None and _group_count(plain[key]) < 2:
+            raise ValueError(f"failures.{key} needs two groups: the path and the line number")
+    return plain
+
+
+def _group_count(pattern: str) -> int:
+    import re
+
+    return re.compile(pattern).groups

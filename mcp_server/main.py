@@ -18,9 +18,11 @@ from codeoid.memory.ranking import vector_enabled
 
 INSTRUCTIONS = (
     "codeoid keeps every turn of this workspace's Claude Code sessions verbatim, including turns that have left "
-    "your context window. recall(query) finds past episodes by words; recall_file(path) returns the last read of a "
-    "file and whether it changed since; timeline() lists the history; get_episode(id) pages one episode or raw "
-    "command output in full."
+    "your context window. Two steps: recall(query) answers with a short ranked list of hits, each naming its "
+    "episode and showing only the numbered lines that matched; get_episode(id, lines=\"82-120\") then returns "
+    "exactly the lines you need (a compressed command's raw output too), the whole episode only without lines. "
+    "recall_file(path, lines) returns the last read of a file and whether it changed since; timeline() lists the "
+    "history."
 )
 INDEXER_DELAY_SECONDS = 2.0
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Annotated
 
@@ -22,18 +22,22 @@ from codeoid import exclusions
 from codeoid.capture import ingest
 from codeoid.fork.lineage import lineage_notes
 from codeoid.log import log
-from codeoid.mcp_server.pages import (
+from codeoid.memory import hits, retrieval
+from codeoid.pages import (
+    BYTES_PER_TOKEN,
+    LineRangeError,
     Page,
     Utf8Escaper,
     byte_lines,
     byte_size,
     estimate_tokens,
+    format_line_range,
     output_budget,
     page_lines,
+    parse_line_range,
     share_budget,
     split_lines,
 )
-from codeoid.memory import retrieval
 from codeoid.store import db as store_db
 from codeoid.store import ledger, queries, raw
 from codeoid.store.queries import Row
@@ -45,9 +49,11 @@ if TYPE_CHECKING:
     from codeoid.memory.vector_index import Hit
 
 MAX_RECALL_LIMIT = 50
+# Recall's answer, by default: five hits' headers and matched lines fit, and ten recalls a turn cost under 20k tokens.
+DEFAULT_RECALL_TOKENS = 1_800
+MIN_RECALL_TOKENS = 300
 MAX_TIMELINE_LIMIT = 200
 INPUT_PREVIEW_CHARS = 500
-RECALL_COMMAND_CHARS = 500
 EPISODE_COMMAND_CHARS = 4000
 RETRACTED = ("{what} was retracted by the user (`codeoid retract`): it is kept but not shown. Do not try to "
              "reconstruct it; ask the user if you need what it held.")
@@ -65,16 +71,22 @@ class MemoryTools:
     def recall(
         self,
         query: Annotated[str, Field(description="Words to look for: names, error text, file names, topics.")],
-        limit: Annotated[int, Field(description="At most this many episodes.", ge=1, le=MAX_RECALL_LIMIT)] = 6,
+        limit: Annotated[int, Field(description="At most this many hits.", ge=1, le=MAX_RECALL_LIMIT)] = 6,
+        budget_tokens: Annotated[int | None, Field(
+            description=f"Answer size in tokens (default {DEFAULT_RECALL_TOKENS:,}); raise it to see more lines of "
+                        "more hits. Never more than MAX_MCP_OUTPUT_TOKENS.", ge=MIN_RECALL_TOKENS)] = None,
     ) -> str:
-        """Search this workspace's stored history (every session, archived turns included) and return the
-        best-matching episodes verbatim: user prompts, assistant messages, tool calls with their full results.
-        Any of the words may match (BM25). Episodes still in your current context window are skipped. Long
-        episodes are cut; each cut names the get_episode call that shows the rest."""
+        """Search this workspace's stored history (every session, archived turns included) and return a short
+        ranked list of hits: each names its episode (id, kind, time, session and turn, command or path, size and
+        token cost) and shows only the few lines that matched, numbered (`82:` matched, `81-` context). Step two:
+        get_episode(episode_id, lines="82-120") returns exactly those lines, and more around them; a compressed
+        Bash output names its raw output (the exact stdout), paged the same way. Any of the words may match
+        (BM25, stemmed) and meaning counts too. Episodes still in your current context window are skipped."""
         if not query.strip():
             raise ToolError("The query is empty: pass the words to look for, e.g. recall(query=\"busy timeout\").")
         if queries.any_term_query(query) is None:
             raise ToolError(f"The query {query!r} has no words to search for (letters or digits).")
+        budget = min((budget_tokens or DEFAULT_RECALL_TOKENS) * BYTES_PER_TOKEN, output_budget())
         with self._store() as db:
             workspace_id = queries.workspace_id_for(db, self.project_dir)
             if workspace_id is None:
@@ -82,16 +94,20 @@ class MemoryTools:
             caller = self._caller(db)
             found = retrieval.recall_ranked(db, query, workspace_id=workspace_id, limit=limit, skip_live_of=caller)
             notes = lineage_notes(db, caller, found.rows)
+            raw_outputs = {row["raw_output_id"]: facts for row in found.rows if row["raw_output_id"]
+                           for facts in [hits.raw_facts(db, row["raw_output_id"])] if facts is not None}
         rows, shared = found.rows, found.shared
         skipped = "; episodes still in your current window are skipped" if caller else ""
         fallback = f" BM25 only: {found.fallback}." if found.fallback else ""
         if not rows and not shared:
             return f"No stored episode in this workspace ({self.root}) matches {query!r}{skipped}.{fallback}"
-        head = (f"recall {query!r}: {len(rows)} episode{'s' if len(rows) != 1 else ''} from {self.root}, best first "
-                f"({found.signals}, any word; archived included{skipped}).{fallback}")
-        budget = output_budget()
+        head = (f"recall {query!r}: {len(rows)} hit{'s' if len(rows) != 1 else ''} from {self.root}, best first "
+                f"({found.signals}, any word; archived included{skipped}).{fallback} Each shows the lines that "
+                "matched; get_episode(id, lines=\"a-b\") pages any lines exactly.")
         shared_budget = budget * len(shared) // (len(rows) + len(shared))
-        parts = [_fit_episodes(head, rows, budget - shared_budget, notes) if rows else head]
+        more = f"; recall(query, budget_tokens={2 * budget // BYTES_PER_TOKEN}) shows more"
+        parts = [hits.render_hits(head, rows, query=query, budget=budget - shared_budget, page_call=_page_call,
+                                  raw_outputs=raw_outputs, notes=notes, more_hint=more) if rows else head]
         if shared:
             parts.append(_shared_text(shared, shared_budget))
         return "\n\n".join(parts)
@@ -99,9 +115,14 @@ class MemoryTools:
     def recall_file(
         self,
         path: Annotated[str, Field(description="The file, absolute or relative to the project directory.")],
+        lines: Annotated[str | int | None, Field(description='Lines of the file to show: "82-120" (inclusive), "82" '
+                                                             'or "82-" (to the end). Leave out for all that was '
+                                                             'read.')] = None,
     ) -> str:
         """Return the most recent stored read of a file in this workspace, verbatim (a Read result, also a
-        partial one, or the output of `cat <file>`), and whether the file changed on disk since then."""
+        partial one, or the output of `cat <file>`), and whether the file changed on disk since then. lines="a-b"
+        pages it by the file's own line numbers."""
+        first, last = _line_range(lines, None, None)
         wanted = self._workspace_path(path)
         shown = os.path.relpath(wanted, self.root)
         with self._store() as db:
@@ -111,10 +132,12 @@ class MemoryTools:
                 found = retrieval.latest_file_read(db, workspace_id, wanted, default_cwd=self.project_dir)
             if found is not None:
                 caller = self._caller(db)
-                text = _file_read_text(found, wanted, shown, in_window=caller is not None
-                                       and found.backing_session_id == caller and found.state == "live")
+                text = _file_read_text(found, wanted, shown, first=first, last=last,
+                                       in_window=caller is not None and found.backing_session_id == caller
+                                       and found.state == "live")
                 if found.raw_output_id is not None:
-                    self._charge_back(db, found.raw_output_id, text, reader="recall_file")
+                    self._charge_back(db, found.raw_output_id, text, reader="recall_file", start_line=first,
+                                      end_line=last)
                 return text
         on_disk = f"It is on disk now ({os.path.getsize(wanted):,} bytes)." if os.path.isfile(wanted) else (
             "It does not exist on disk now.")
@@ -143,13 +166,17 @@ class MemoryTools:
     def get_episode(
         self,
         episode_id: Annotated[int | str, Field(description="An episode id such as 42, or a raw output id raw-...")],
-        start_line: Annotated[int | None, Field(description="First line to show (1-based).", ge=1)] = None,
-        end_line: Annotated[int | None, Field(description="Last line to show (inclusive).", ge=1)] = None,
+        lines: Annotated[str | int | None, Field(description='Lines to show: "82-120" (inclusive), "82" or "82-" '
+                                                             '(to the end). Leave out for the whole episode.')] = None,
+        start_line: Annotated[int | None, Field(description="First line to show (1-based); or use lines.",
+                                                ge=1)] = None,
+        end_line: Annotated[int | None, Field(description="Last line to show (inclusive); or use lines.",
+                                              ge=1)] = None,
     ) -> str:
-        """Show one stored episode (its fields, then its text) or raw output (a command's exact stdout before
-        compression), paged by line range. Results are capped; the end says which start_line comes next."""
-        if start_line is not None and end_line is not None and end_line < start_line:
-            raise ToolError(f"end_line {end_line} is before start_line {start_line}.")
+        """Show exactly the lines asked for of one stored episode (its fields, then the numbered range of its
+        text) or of a raw output (a command's exact stdout before compression): get_episode(42, lines="82-120")
+        after recall named lines 82-93. Without lines, the whole text, capped; a cut says which lines come next."""
+        start_line, end_line = _line_range(lines, start_line, end_line)
         wanted = str(episode_id).strip()
         with self._store() as db:
             workspace_id = queries.workspace_id_for(db, self.project_dir)
@@ -237,29 +264,6 @@ def _land_spooled_events(db: sqlite3.Connection) -> None:
         log("mcp", f"replaying the spool failed: {error!r}")
 
 
-def _fit_episodes(head: str, rows: list[Row], budget: int, notes: dict[int, str]) -> str:
-    """Every hit's header (with its lineage note, in a fork), and its text cut to a fair share of what is left;
-    hits whose headers alone would take more than half the budget are named at the end instead."""
-    frames = [_episode_header(row, notes.get(row["id"])) for row in rows]
-    left_out: list[Row] = []
-    while True:
-        fixed = byte_size(head) + 2 + sum(byte_size(frame) + EPISODE_FRAME_BYTES for frame in frames)
-        if fixed <= budget // 2 or len(frames) == 1:
-            break
-        frames.pop()
-        left_out.insert(0, rows[len(frames)])
-    shown = rows[:len(frames)]
-    allowances = share_budget([byte_size(row["text"]) + 1 for row in shown], max(budget - fixed, 0))
-    parts = [head]
-    for row, frame, allowance in zip(shown, frames, allowances, strict=True):
-        page = page_lines(split_lines(row["text"]), budget=allowance)
-        parts.append(frame + "\n" + _page_body(page, row["id"], escaped_lines=0))
-    if left_out:
-        parts.append(f"[{len(left_out)} more matching episodes did not fit the output limit: "
-                     + ", ".join(str(row["id"]) for row in left_out) + "; get_episode shows each]")
-    return "\n\n".join(parts)
-
-
 def _shared_text(hits: tuple[Hit, ...], budget: int) -> str:
     """Chunks another machine's codeoid put on the shared Chroma server, nearest first. Their episodes are in
     that machine's store, not here: the chunk text is all there is, so no get_episode is offered."""
@@ -287,20 +291,6 @@ def _shared_header(hit: Hit) -> str:
     return " · ".join(fields) + (f"\nsession: {meta['session_id']}" if meta.get("session_id") else "")
 
 
-def _episode_header(row: Row, note: str | None = None) -> str:
-    kind = f"tool {row['tool_name']}" if row["kind"] == "tool" else row["kind"]
-    fields = [f"=== episode {row['id']}", kind, _time(row["created_at"])]
-    if row.get("score") is not None:
-        fields.append(f"score {row['score']:.3g}")
-    if row.get("matched_lines") is not None:
-        fields.append("best match lines {}-{}".format(*row["matched_lines"]))
-    fields.append(f"~{estimate_tokens(row['text']):,} tokens")
-    fields.append(row["state"])
-    lines = [" · ".join(fields), f"summary: {row['summary']}", *([f"lineage: {note}"] if note else [])]
-    lines.extend(_command_lines(row, command_chars=RECALL_COMMAND_CHARS, with_wrapper=False))
-    return "\n".join(lines)
-
-
 def _command_lines(row: Row, *, command_chars: int, with_wrapper: bool) -> list[str]:
     lines = []
     if row["kind"] == "tool" and row["tool_name"] == "Bash":
@@ -311,8 +301,8 @@ def _command_lines(row: Row, *, command_chars: int, with_wrapper: bool) -> list[
     elif row["kind"] == "tool" and row["input"]:
         lines.append(f"input: {one_line(row['input'], INPUT_PREVIEW_CHARS)}")
     if row["raw_output_id"]:
-        lines.append(f"raw output: {row['raw_output_id']} (the exact stdout before compression: "
-                     f"get_episode(\"{row['raw_output_id']}\"))")
+        lines.append(f"raw output: {row['raw_output_id']} (the exact stdout before compression; page it with "
+                     f"{_page_call(row['raw_output_id'], '1-200')})")
     return lines
 
 
@@ -322,22 +312,49 @@ def _clip(text: str, limit: int) -> str:
     return text[:limit] + f"… [{len(text) - limit:,} more characters; `codeoid show --json` has them]"
 
 
-def _page_body(page: Page, item_id: object, *, escaped_lines: int) -> str:
-    """The shown lines between rules, then a note on what is not shown and how to get it."""
+def _page_body(page: Page, item_id: object, *, escaped_lines: int,
+               next_call: Callable[[int, int], str] | None = None, offset: int = 0) -> str:
+    """The shown lines between rules, then a note on what is not shown and how to get it (`next_call` names the
+    call for a range, in the reader's numbering: text line + `offset`)."""
+    if next_call is None:
+        def next_call(first: int, last: int) -> str:
+            return _page_call(str(item_id), format_line_range(first, last))
+
     body = "-----\n" + page.text + ("\n" if page.lines else "") + "-----"
     notes = []
     if escaped_lines:
         notes.append(f"[{escaped_lines} line{'s' if escaped_lines != 1 else ''} shown here held bytes that are not "
                      f"UTF-8, written as \\xNN escapes; `codeoid show --raw {item_id}` writes the exact bytes]")
+    following = next_call(page.last + 1 + offset, page.wanted_last + offset)
     if page.cut_within_line:
-        notes.append(f"[line {page.last} is longer than the output limit and only its head is shown; "
+        notes.append(f"[line {page.last + offset} is longer than the output limit and only its head is shown; "
                      f"`codeoid show --raw {item_id}` prints it whole; "
-                     + (f"next: get_episode(\"{item_id}\", start_line={page.last + 1})]"
-                        if page.last < page.wanted_last else "it is the last line asked for]"))
+                     + (f"next: {following}]" if page.last < page.wanted_last else "it is the last line asked for]"))
     elif not page.complete:
-        notes.append(f"[cut at the output limit: lines {page.first}-{page.last} of {page.total} shown; "
-                     f"next: get_episode(\"{item_id}\", start_line={page.last + 1})]")
+        notes.append(f"[cut at the output limit: lines {page.first + offset}-{page.last + offset} of "
+                     f"{page.total + offset} shown; next: {following}]")
     return "\n".join([body, *notes])
+
+
+def _page_call(item: str, lines: str) -> str:
+    """How the model asks for these lines of an episode or raw output."""
+    return f'get_episode("{item}", lines="{lines}")'
+
+
+def _line_range(asked: str | int | None, start_line: int | None, end_line: int | None
+                ) -> tuple[int | None, int | None]:
+    """The range asked for, as (first, last): `lines="82-120"` (or a bare line number), or start_line/end_line."""
+    lines = None if asked is None else str(asked)
+    if lines is not None and lines.strip():
+        if start_line is not None or end_line is not None:
+            raise ToolError(f"Pass either lines={lines!r} or start_line/end_line, not both.")
+        try:
+            return parse_line_range(lines)
+        except LineRangeError as error:
+            raise ToolError(str(error)) from error
+    if start_line is not None and end_line is not None and end_line < start_line:
+        raise ToolError(f"end_line {end_line} is before start_line {start_line}.")
+    return start_line, end_line
 
 
 def _episode_text(row: Row, start_line: int | None, end_line: int | None, budget: int) -> str:
@@ -394,7 +411,10 @@ def _check_range(what: str, total: int, start_line: int | None) -> None:
                         "end.")
 
 
-def _file_read_text(found: retrieval.FileRead, wanted: str, shown: str, *, in_window: bool) -> str:
+def _file_read_text(found: retrieval.FileRead, wanted: str, shown: str, *, first: int | None, last: int | None,
+                    in_window: bool) -> str:
+    """The read's facts and its lines `first`..`last`, numbered as the file's own lines (a partial Read from line
+    10 holds lines 10 on)."""
     lines = [f"Most recent read of {shown}: episode {found.episode_id}, {_read_kind(found)}, {_time(found.read_at)}, "
              f"{found.state}." + (" It is still in your current context window." if in_window else "")]
     disk = retrieval.compare_with_disk(found, wanted)
@@ -411,16 +431,29 @@ def _file_read_text(found: retrieval.FileRead, wanted: str, shown: str, *, in_wi
             hashes = (f"; sha256 now {disk.sha256}, at the read {disk.stored_sha256}"
                       if disk.stored_sha256 else "")
             lines.append(f"Changed on disk since this read: {disk.detail} ({was}now {stamp}{hashes}).")
-    if not found.whole and found.start_line > 1:
-        lines.append(f"Line 1 below is line {found.start_line} of the file.")
+    offset = found.start_line - 1
+    start = (first or found.start_line) - offset
+    if start < 1:
+        raise ToolError(f"The stored read of {shown} begins at line {found.start_line}; line {first} was not read. "
+                        "Ask for lines it holds, or Read the file.")
+    shown_from = start + offset
+    if first is not None or shown_from > 1:
+        lines.append(f"Line {shown_from} of the file comes first below.")
     if found.raw_output_id:
         lines.append(f"Shown from raw output {found.raw_output_id}: the exact bytes `{found.command}` printed.")
     head = "\n".join(lines)
     escaper = Utf8Escaper()
-    page = page_lines(byte_lines([found.content]), budget=output_budget() - byte_size(head) - EPISODE_FRAME_BYTES,
-                      decode=escaper)
+    page = page_lines(byte_lines([found.content]), start=start, end=None if last is None else last - offset,
+                      budget=output_budget() - byte_size(head) - EPISODE_FRAME_BYTES, decode=escaper)
+    if start > max(page.total, 1):
+        raise ToolError(f"The stored read of {shown} holds lines {found.start_line}-{offset + page.total}; line "
+                        f"{first} is past its end.")
+
+    def next_call(first_line: int, last_line: int) -> str:
+        return f'recall_file("{shown}", lines="{format_line_range(first_line, last_line)}")'
+
     return f"{head}\n" + _page_body(page, found.raw_output_id or found.episode_id,
-                                    escaped_lines=escaper.escaped_lines)
+                                    escaped_lines=escaper.escaped_lines, next_call=next_call, offset=offset)
 
 
 def _read_kind(found: retrieval.FileRead) -> str:

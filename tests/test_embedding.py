@@ -159,3 +159,22 @@ def test_a_collection_made_by_another_model_is_refused() -> None:
         CodeoidEmbeddingFunction.build_from_config(other_build)
     with pytest.raises(EmbeddingModelError, match="codeoid reindex"):
         CodeoidEmbeddingFunction.build_from_config({**config, "embedder": "someone-elses-model"})
+
+
+def test_the_optimized_graph_is_cached_once_and_gives_the_same_vectors(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CODEOID_HOME", str(tmp_path / "home"))
+    texts = ["the parser test failed with a KeyError", "git status", "deploys go through staging first"]
+
+    built = MiniLMEmbedder().embed(texts)
+    (cached,) = (tmp_path / "home" / "cache").glob("minilm-*.onnx")
+    made = cached.stat()
+    loaded = MiniLMEmbedder().embed(texts)
+    cached.write_bytes(b"half a model")  # a damaged cache is rebuilt, not fatal
+    rebuilt = MiniLMEmbedder().embed(texts)
+
+    assert made.st_mode & 0o777 == 0o600
+    np.testing.assert_allclose(loaded, built, atol=1e-6)
+    np.testing.assert_allclose(rebuilt, built, atol=1e-6)
+    assert cached.stat().st_size == made.st_size
+    assert "cannot be loaded" in (tmp_path / "home" / "logs" / "codeoid.log").read_text()

@@ -250,7 +250,9 @@ def test_a_fork_that_cannot_be_made_says_why_and_writes_nothing(
 
     result = CliRunner().invoke(cli, ["fork", *args, "--no-start"])
 
-    assert result.exit_code == 1 and message in result.output, result.output
+    # An unknown session is a usage error (2), like every other session argument; the rest are refusals (1).
+    assert result.exit_code == (2 if message.startswith("No codeoid session") else 1), result.output
+    assert message in result.output, result.output
     assert store_rows(codeoid_home / "store.db") == before
     assert [path.name for path in claude_home.iterdir()] == [], "nothing for claude, codex or gemini"
 

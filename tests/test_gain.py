@@ -84,7 +84,7 @@ def test_gain_adds_up_real_compressed_runs_per_rule_per_session_and_in_total(
     failing_test_suite(repo)
     runs = {
         "git-diff": ["git", "diff"],
-        "ls": ["ls", "-lR", "assets"],
+        "ls-recursive": ["ls", "-lR", "assets"],
         "find": ["find", "assets", "-type", "f"],
         "pytest": [sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", "test_suite.py"],
     }
@@ -96,7 +96,7 @@ def test_gain_adds_up_real_compressed_runs_per_rule_per_session_and_in_total(
         shown[rule] = len(done.stdout)
     raw_size = {rule: len(plain(executable("codeoid"), "show", f"raw-toolu_{rule}", "--raw", cwd=repo))
                 for rule in runs}
-    for rule in ("git-diff", "ls", "find"):  # deterministic: the command alone prints the same bytes
+    for rule in ("git-diff", "ls-recursive", "find"):  # deterministic: the command alone prints the same bytes
         assert raw_size[rule] == len(plain(*runs[rule], cwd=repo))
 
     accounts = gain(cwd=repo)
@@ -120,7 +120,8 @@ def test_gain_adds_up_real_compressed_runs_per_rule_per_session_and_in_total(
     diff_row = next(line for line in table.splitlines() if line.startswith("git-diff "))
     saved = raw_size["git-diff"] - shown["git-diff"]
     assert diff_row.split() == ["git-diff", "1", f"{raw_size['git-diff']:,}", f"{shown['git-diff']:,}",
-                                f"{saved:,}", f"{tokens(saved):,}", "0", "0", "0", f"{saved:,}",
+                                f"{saved:,}", f"{100 * saved / raw_size['git-diff']:.1f}%", f"{tokens(saved):,}", "0",
+                                "0", "0", f"{saved:,}",
                                 f"{tokens(saved):,}"]
 
 
@@ -222,7 +223,9 @@ def test_reads_of_a_raw_output_through_mcp_are_charged_back_each_time_and_the_cl
         "runs": 1, "raw_bytes": raw_size, "shown_bytes": len(done.stdout), "saved_bytes": saved, "reads": 3,
         "charged_bytes": sum(read_bytes), "charged_tokens": sum(read_tokens), "net_bytes": saved - sum(read_bytes),
         "net_tokens": tokens(saved) - sum(read_tokens)}
-    assert gain("--session", "someone-else", cwd=memory.project)["total"]["runs"] == 0
+    unknown = subprocess.run([executable("codeoid"), "gain", "--session", "someone-else"], capture_output=True,
+                             text=True, cwd=memory.project, timeout=60)
+    assert unknown.returncode == 2 and "No codeoid session 'someone-else'" in unknown.stderr
 
 
 def test_a_recall_file_answered_from_a_raw_output_is_charged_back_too(memory: Memory) -> None:
@@ -246,6 +249,47 @@ def test_a_recall_file_answered_from_a_raw_output_is_charged_back_too(memory: Me
     assert (account["key"], account["reads"], account["charged_bytes"], account["charged_tokens"]) == (
         "long-logs", 1, len(found.text.encode()), tokens(len(found.text)))
     assert account["net_bytes"] == account["saved_bytes"] - len(found.text.encode())
+
+
+def test_paging_a_raw_output_by_lines_charges_exactly_what_each_page_returned(memory: Memory) -> None:
+    rules = memory.project / ".codeoid" / "rules"
+    rules.mkdir(parents=True)
+    rules.joinpath("logs.toml").write_text('[[rule]]\nname = "long-logs"\nmatch = { program = ["cat"] }\n'
+                                           'head = 20\ntail = 5\n')
+    (memory.project / "build.log").write_text("".join(f"step {index}: compiled unit_{index}.o\n"
+                                                      for index in range(2000)))
+    done = compress("--tool-use-id", "toolu_cat", "--", "cat", "build.log", cwd=memory.project)
+    owner = memory.backing("bs-1")
+    memory.tool(owner, "Bash", {"command": "cat build.log"}, {"stdout": done.stdout.decode(), "stderr": "",
+                                                              "interrupted": False}, raw_output_id="raw-toolu_cat")
+
+    recalled, first, second, one, bad, past, from_file = serve(
+        memory, ("recall", {"query": "compiled unit_1000"}),
+        ("get_episode", {"episode_id": "raw-toolu_cat", "lines": "990-1010"}),
+        ("get_episode", {"episode_id": "raw-toolu_cat", "lines": "1011-"}),
+        ("get_episode", {"episode_id": "raw-toolu_cat", "start_line": 5, "end_line": 5}),
+        ("get_episode", {"episode_id": "raw-toolu_cat", "lines": "ten"}),
+        ("get_episode", {"episode_id": "raw-toolu_cat", "lines": "5000-5001"}),
+        ("recall_file", {"path": "build.log", "lines": "1500-1502"}))
+    accounts = gain(cwd=memory.project)
+
+    assert "raw output raw-toolu_cat: 2,000 lines" in recalled.text  # a hit names the raw output: not a read of it
+    assert bad.is_error and past.is_error
+    assert "step 1000: compiled unit_1000.o" in first.text and "step 1999: compiled unit_1999.o" in second.text
+    assert "step 1499: compiled unit_1499.o" in from_file.text and "step 1502" not in from_file.text
+    reads = [first, second, one, from_file]
+    connection = db.connect()
+    charged = connection.execute("SELECT reader, start_line, end_line, bytes FROM raw_output_reads ORDER BY id"
+                                 ).fetchall()
+    connection.close()
+    assert charged == [("get_episode", 990, 1010, len(first.text.encode())),
+                       ("get_episode", 1011, None, len(second.text.encode())),
+                       ("get_episode", 5, 5, len(one.text.encode())),
+                       ("recall_file", 1500, 1502, len(from_file.text.encode()))]
+    (account,) = accounts["by_rule"]
+    assert (account["reads"], account["charged_bytes"], account["charged_tokens"]) == (
+        4, sum(len(read.text.encode()) for read in reads), sum(tokens(len(read.text)) for read in reads))
+    assert account["net_bytes"] == account["saved_bytes"] - sum(len(read.text.encode()) for read in reads)
 
 
 def test_a_store_from_the_m004_schema_upgrades_and_its_old_outputs_claim_no_saving(seq_project: Path) -> None:

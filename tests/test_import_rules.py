@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SOURCE_DIRS = {"codeoid": "codeoid", "hooks": "codeoid.hooks", "mcp_server": "codeoid.mcp_server",
                "compressors": "codeoid.compressors"}
 
-SHARED = ("codeoid.paths", "codeoid.log", "codeoid.records", "codeoid.text", "codeoid.workspace",
+SHARED = ("codeoid.paths", "codeoid.log", "codeoid.pages", "codeoid.records", "codeoid.text", "codeoid.workspace",
           "codeoid.exclusions", "codeoid.memory_tools")
 ENTRY_POINTS = ("codeoid.cli", "codeoid.hooks", "codeoid.mcp_server", "codeoid.compressors.runner")
 SEARCH_STACK = ("codeoid.memory.retrieval", "codeoid.memory.ranking", "codeoid.memory.chunking",
@@ -39,6 +39,9 @@ RULES: dict[str, tuple[tuple[str, ...] | None, tuple[str, ...]]] = {
                       + ENTRY_POINTS),
     "codeoid.rotation": (None, ("codeoid.memory", "codeoid.fork") + ENTRY_POINTS),
     "codeoid.fork": (None, ("codeoid.memory",) + ENTRY_POINTS),
+    "codeoid.health": (None, ENTRY_POINTS + ("codeoid.viewer",)),
+    "codeoid.viewer": (None, ("codeoid.capture", "codeoid.rotation", "codeoid.fork", "codeoid.setup.install")
+                       + ENTRY_POINTS),
     "codeoid.compressors": (None, ("codeoid.capture", "codeoid.memory", "codeoid.setup", "codeoid.rotation",
                                    "codeoid.fork", "codeoid.cli", "codeoid.hooks", "codeoid.mcp_server")),
     "codeoid.hooks": (None, ("codeoid.memory.retrieval", "codeoid.memory.vector_index", "codeoid.memory.indexer",

@@ -161,7 +161,7 @@ def test_files_absent_before_install_are_absent_after_uninstall(home: Path, bin_
     assert list(home.iterdir()) == []
     commands = home / ".claude" / "commands"
     assert set(outcome.removed) == {home / ".claude" / "settings.json", home / ".claude.json", home / ".claude",
-                                    commands / "rotate.md", commands}
+                                    commands / "rotate.md", commands / "recall.md", commands / "gain.md", commands}
     assert outcome.backups == []
 
 
@@ -679,3 +679,26 @@ def test_claude_accepts_the_repository_as_a_plugin(tmp_path: Path) -> None:
         env={**os.environ, "HOME": str(tmp_path), "DISABLE_UPDATES": "1", "DISABLE_INSTALLATION_CHECKS": "1"},
     )
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_repository_is_a_marketplace_that_claude_adds_and_installs_codeoid_from(tmp_path: Path) -> None:
+    """`/plugin marketplace add <clone>` then `/plugin install codeoid@codeoid`, as the real CLI does them."""
+    claude = os.environ.get("CODEOID_CLAUDE_BIN") or shutil.which("claude")
+    if claude is None:
+        pytest.skip("no claude binary: set CODEOID_CLAUDE_BIN (./test.sh does)")
+    env = {**os.environ, "HOME": str(tmp_path), "DISABLE_UPDATES": "1", "DISABLE_INSTALLATION_CHECKS": "1",
+           "CLAUDE_CODE_DISABLE_OFFICIAL_MARKETPLACE_AUTOINSTALL": "1"}
+
+    def run(*args: str) -> str:
+        done = subprocess.run([claude, "plugin", *args], capture_output=True, text=True, timeout=120, env=env)
+        assert done.returncode == 0, done.stdout + done.stderr
+        return done.stdout
+
+    marketplace = _read(REPO / ".claude-plugin" / "marketplace.json")
+    assert [plugin["name"] for plugin in marketplace["plugins"]] == ["codeoid"]
+    run("marketplace", "add", str(REPO))
+    run("install", "codeoid@codeoid")
+    assert "codeoid@codeoid" in run("list")
+    settings = _read(tmp_path / ".claude" / "settings.json")
+    assert settings["enabledPlugins"] == {"codeoid@codeoid": True}
+    assert settings["extraKnownMarketplaces"]["codeoid"]["source"] == {"source": "directory", "path": str(REPO)}

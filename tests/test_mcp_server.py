@@ -180,7 +180,7 @@ def test_initialize_and_tools_list_answer_fast_with_read_only_tools(memory: Memo
     assert elapsed < 5.0  # Claude Code waits up to 5 s for an `alwaysLoad` server
 
 
-def test_recall_returns_matching_episodes_verbatim_with_their_fields(memory: Memory) -> None:
+def test_recall_returns_compact_hits_with_their_fields_and_the_lines_that_matched(memory: Memory) -> None:
     owner = memory.backing("bs-1")
     prompt = memory.user(owner, "why does the flux capacitor overheat?")
     run = memory.bash(owner, "pytest tests/test_flux.py", "FAILED tests/test_flux.py::test_capacitor - "
@@ -191,11 +191,15 @@ def test_recall_returns_matching_episodes_verbatim_with_their_fields(memory: Mem
 
     assert not found.is_error, found
     assert set(episode_ids(found.text)) == {prompt, run}
-    assert "FAILED tests/test_flux.py::test_capacitor - OverheatError: 1.21 gigawatts\n1 failed in 0.12s" in found.text
-    assert "why does the flux capacitor overheat?" in found.text
+    assert "\n1: FAILED tests/test_flux.py::test_capacitor - OverheatError: 1.21 gigawatts\n2- 1 failed in 0.12s" in (
+        found.text)
+    assert "\n1: why does the flux capacitor overheat?" in found.text
     assert "command: pytest tests/test_flux.py" in found.text
     header = next(line for line in found.text.splitlines() if line.startswith(f"=== episode {run} "))
-    assert "tool Bash" in header and "score " in header and "tokens" in header and "live" in header
+    assert "tool Bash" in header and "score " in header and "live" in header
+    assert f"session {owner.session_id[:8]} turn 1" in header and "2 lines, 91 bytes, ~31 tokens" in header
+    assert f'line 1 holds query words (context around them below; best: get_episode("{run}", lines="1-2"))' in (
+        found.text)
     assert "lunch menu" not in found.text
 
 
@@ -224,9 +228,10 @@ def test_recall_never_returns_an_episode_of_another_workspace(memory: Memory, tm
     assert fetched.is_error and f"No episode {theirs} in this workspace" in fetched.text
 
 
-def test_a_200kb_episode_is_cut_to_the_output_limit_with_a_pointer_to_the_rest(memory: Memory) -> None:
+def test_a_200kb_episode_costs_recall_a_few_lines_and_get_episode_pages_the_rest(memory: Memory) -> None:
     owner = memory.backing("bs-1")
-    big_text = "\n".join(f"line {number:06d} needle " + "x" * 90 for number in range(2000))
+    big_text = "\n".join(f"line {number:06d} " + ("needle " if number in (700, 1500) else "") + "x" * 90
+                         for number in range(2000))
     assert len(big_text) > 200_000
     big = memory.bash(owner, "python dump.py", big_text)
     small = memory.assistant(owner, "A short needle note.")
@@ -234,17 +239,21 @@ def test_a_200kb_episode_is_cut_to_the_output_limit_with_a_pointer_to_the_rest(m
     recalled = call(memory, "recall", query="needle")
 
     assert not recalled.is_error
-    assert len(recalled.text.encode()) / 3 <= 25_000  # within MAX_MCP_OUTPUT_TOKENS, estimated conservatively
+    assert len(recalled.text.encode()) / 3 <= 2_000  # the default answer budget, estimated conservatively
     assert set(episode_ids(recalled.text)) == {big, small}
-    assert "A short needle note." in recalled.text  # a huge hit does not crowd out a small one
-    pointer = re.search(rf'get_episode\("{big}", start_line=(\d+)\)', recalled.text)
-    assert pointer is not None, recalled.text[-500:]
-    next_line = int(pointer.group(1))
+    assert "\n1: A short needle note." in recalled.text
+    assert "lines 701, 1501 hold query words" in recalled.text  # line numbers count from 1
+    assert f"\n701: line 000700 needle {'x' * 90}" in recalled.text and "\n702- line 000701" in recalled.text
+    pointer = re.search(rf'get_episode\("{big}", lines="(\d+)-(\d+)"\)', recalled.text)
+    assert pointer is not None, recalled.text
+    first, last = int(pointer.group(1)), int(pointer.group(2))
 
-    rest = call(memory, "get_episode", episode_id=str(big), start_line=next_line)
+    page, rest = serve(memory, ("get_episode", {"episode_id": str(big), "lines": f"{first}-{last}"}),
+                       ("get_episode", {"episode_id": str(big), "lines": "1990-"}))
 
-    assert shown_lines(rest.text)[0].startswith(f"line {next_line - 1:06d} needle")
-    assert len(rest.text.encode()) / 3 <= 25_000
+    assert shown_lines(page.text) == big_text.split("\n")[first - 1:last]
+    assert f"text: lines {first}-{last} of 2000" in page.text
+    assert shown_lines(rest.text) == big_text.split("\n")[1989:]
 
 
 def test_the_cap_follows_max_mcp_output_tokens(memory: Memory) -> None:
@@ -255,7 +264,10 @@ def test_the_cap_follows_max_mcp_output_tokens(memory: Memory) -> None:
 
     assert len(found.text.encode()) <= 2000 * 3
     assert shown_lines(found.text)[0] == "row 0 pelican"
-    assert f'next: get_episode("{big}", start_line=' in found.text
+    pointer = re.search(rf'next: get_episode\("{big}", lines="(\d+)-20000"\)', found.text)
+    assert pointer is not None, found.text[-300:]
+    assert shown_lines(call(memory, "get_episode", episode_id=str(big), lines=f"{pointer.group(1)}-{pointer.group(1)}")
+                       .text) == [f"row {int(pointer.group(1)) - 1} pelican"]
 
 
 def test_many_hits_and_a_giant_line_stay_within_a_small_limit(memory: Memory) -> None:
@@ -267,9 +279,9 @@ def test_many_hits_and_a_giant_line_stay_within_a_small_limit(memory: Memory) ->
                             ("get_episode", {"episode_id": str(minified)}), env={"MAX_MCP_OUTPUT_TOKENS": "1000"})
 
     assert len(recalled.text.encode()) <= 1000 * 3
-    assert "more matching episodes did not fit the output limit" in recalled.text
+    assert "more hits did not fit the answer budget" in recalled.text
     named = set(episode_ids(recalled.text)) | {int(found) for found in re.findall(
-        r"\d+", recalled.text.rsplit("did not fit the output limit:", 1)[-1])}
+        r"(\d+) \(tool Bash", recalled.text.rsplit("did not fit the answer budget:", 1)[-1])}
     assert set(hits) | {minified} <= named  # every hit is shown or named
     assert len(giant.text.encode()) <= 1000 * 3
     assert shown_lines(giant.text)[0].startswith("var heron=1;aaaa")
@@ -362,7 +374,7 @@ def test_recall_file_says_which_lines_a_partial_read_returned(memory: Memory) ->
     changed_lines = call(memory, "recall_file", path="notes.txt")
 
     assert f"episode {partial}, Read, lines 10-14 of 101 (a partial read)" in same_lines.text
-    assert "Line 1 below is line 10 of the file." in same_lines.text
+    assert "Line 10 of the file comes first below." in same_lines.text
     assert shown_lines(same_lines.text) == [f"note {number}" for number in range(10, 15)]
     assert "Unchanged on disk since this read (lines 10-14 are the same)" in same_lines.text
     assert "Changed on disk since this read: lines 10-14 differ" in changed_lines.text

@@ -20,6 +20,7 @@ from typing import Any
 
 import anyio
 import pytest
+from conftest import executable
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from test_chroma_server import chroma_processes, free_port, wait_until
@@ -259,4 +260,21 @@ def test_the_mcp_servers_background_indexer_makes_recall_semantic_within_seconds
     assert "BM25 only: the vector index is still empty" in before
     assert "(BM25 + semantic, any word; archived included)." in after
     assert ids["paraphrase"] in episode_ids(after)
-    assert "best match lines 1-1" in after
+    # Found by meaning alone: the hit shows the lines of the chunk that matched, and how to page them.
+    assert f'found by meaning in lines 1 (best: get_episode("{ids["paraphrase"]}", lines="1"))' in after
+
+
+def test_codeoid_search_finds_by_meaning_without_importing_chromadb(memory: Memory) -> None:
+    ids = fill(memory)
+    Indexer(memory.db).catch_up()
+
+    done = subprocess.run([sys.executable, "-X", "importtime", executable("codeoid"), "search", PARAPHRASE, "--limit",
+                           "3"], capture_output=True, text=True, cwd=memory.project, timeout=120,
+                          env={**os.environ, "CODEOID_VECTOR": "on"})
+
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.startswith("3 hits, best first (BM25 + semantic).")
+    assert ids["paraphrase"] in episode_ids(done.stdout)
+    assert f"found by meaning in lines 1 (best: codeoid show {ids['paraphrase']} --lines 1)" in done.stdout
+    modules = {line.rsplit("|", 1)[1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
+    assert "onnxruntime" in modules and not {name for name in modules if name.split(".")[0] in ("chromadb", "httpx")}

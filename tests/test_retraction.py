@@ -87,7 +87,7 @@ def test_a_restored_episode_comes_back_in_the_state_it_can_have(memory: Memory, 
     assert done.exit_code == 0
     assert done.stdout.splitlines() == [f"restored {pasted['prompt']} (archived)",
                                         f"restored {pasted['answer']} (archived)", f"restored {archived} (archived)"]
-    assert done.stderr.strip() == "left as they were (not retracted or not stored): 9999"
+    assert done.stderr.strip() == "not stored: 9999"
     assert re.search(rf"^=== episode {pasted['prompt']} ", call(memory, "recall", query="hunter2 walrus").text,
                      re.MULTILINE)
 

@@ -297,6 +297,118 @@ def build_js(work: Path) -> None:
     (repo / "vitest.config.mjs").write_text("export default { test: { include: ['vitest/**/*.test.js'] } };\n")
 
 
+# -- failures grouped by cause: one regression failing dozens of tests, and one file with a handful ----------
+
+def build_mi_regression(work: Path) -> None:
+    """more-itertools 10.2.0 with a one-word typo in `take` (itertools' `count` for `n`): every test and doctest
+    that reaches `take` fails with the same ValueError raised in more_itertools/recipes.py."""
+    repo = work / "mi-regression"
+    shutil.rmtree(repo, ignore_errors=True)
+    shutil.copytree(sdist(work, "more-itertools", "10.2.0"), repo)
+    edit(repo, "more_itertools/recipes.py", "    return list(islice(iterable, n))\n",
+         "    return list(islice(iterable, count))\n")
+
+
+def build_mi_handful(work: Path) -> None:
+    """more-itertools 10.2.0 with five unrelated regressions in recipes.py, each failing a few of
+    tests/test_recipes.py in its own way (wrong values, a StopIteration, a TypeError)."""
+    repo = work / "mi-handful"
+    shutil.rmtree(repo, ignore_errors=True)
+    shutil.copytree(sdist(work, "more-itertools", "10.2.0"), repo)
+    recipes = "more_itertools/recipes.py"
+    edit(repo, recipes, "return next(islice(iterable, n, None), default)",
+         "return next(islice(iterable, n + 1, None), default)")
+    edit(repo, recipes, "return next(g, True) and not next(g, False)", "return next(g, True) and not next(g, True)")
+    edit(repo, recipes, "return sum(map(pred, iterable))", "return sum(map(pred, iterable), start=pred)")
+    edit(repo, recipes, "for r in range(len(s) + 1))", "for r in range(len(s)))")
+    edit(repo, recipes, "return next(filter(pred, iterable), default)", "return next(filter(pred, iterable))")
+
+
+def build_dateutil_handful(work: Path) -> None:
+    """python-dateutil 2.9.0.post0 with two regressions in its parser (fractional seconds split on the wrong
+    character, 12 PM taken for midnight): eleven tests of tests/test_parser.py fail through deep stacks whose
+    pytest frames show whole functions. Its tests need `six`, installed beside it."""
+    repo = work / "dateutil-handful"
+    shutil.rmtree(repo, ignore_errors=True)
+    shutil.copytree(sdist(work, "python-dateutil", "2.9.0.post0"), repo)
+    run([str(BIN / "pip"), "install", "-q", "--target", str(repo / "deps"), "six"], repo, env={"PIP_CONSTRAINT": ""})
+    parser = "src/dateutil/parser/_parser.py"
+    edit(repo, parser, '            i, f = value.split(".")', '            i, f = value.split(",")')
+    edit(repo, parser, "        if hour < 12 and ampm == 1:", "        if hour <= 12 and ampm == 1:")
+
+
+_JS_REGRESSION_CASES = """
+const compare = [];
+for (let major = 0; major < 2; major++) {
+  for (let minor = 0; minor < 12; minor++) {
+    compare.push([`${major}.${minor}.0`, `${major}.${minor}.1`, -1]);
+    compare.push([`${major}.${minor + 1}.0`, `${major}.${minor}.9`, 1]);
+  }
+}
+"""
+
+
+def build_js_regression(work: Path) -> None:
+    """The semver package's own source copied into a project (lib/semver) with one typo in
+    internal/identifiers.js, under the jest, vitest and mocha suites of `build_js` (whose node_modules it
+    shares): every comparison throws the same TypeError from lib/semver."""
+    shared = work / "js-semver"
+    if not (shared / "node_modules" / ".bin" / "vitest").exists():
+        build_js(work)
+    repo = work / "js-regression"
+    shutil.rmtree(repo, ignore_errors=True)
+    repo.mkdir(parents=True)
+    (repo / "node_modules").symlink_to(shared / "node_modules")
+    shutil.copytree(shared / "node_modules" / "semver", repo / "lib" / "semver")
+    edit(repo, "lib/semver/internal/identifiers.js", "const anum = numeric.test(a)", "const anum = numeric.match(a)")
+    cases = (_JS_CASES.split("const compare = [];")[0] + _JS_REGRESSION_CASES
+             + "module.exports = { valid, inc, satisfies, compare };\n")
+    (repo / "cases.js").write_text(cases)
+    for folder in ("jest", "vitest", "mocha"):
+        (repo / folder).mkdir()
+    for table, fn, title, body, mtitle, abody in _JS_SUITES:
+        if table not in ("satisfies", "compare"):
+            continue
+        jest = (_JEST_TEST % {"table": table, "fn": fn, "title": title, "body": body}).replace(
+            "require('semver')", "require('../lib/semver')")
+        (repo / "jest" / f"{fn}.test.js").write_text(jest)
+        (repo / "vitest" / f"{fn}.test.js").write_text("import { describe, test, expect } from 'vitest';\n"
+                                                       + jest.replace("require('../cases')", "require('../cases.js')"))
+        (repo / "mocha" / f"{fn}.spec.js").write_text((_MOCHA_TEST % {"table": table, "fn": fn, "mtitle": mtitle,
+                                                                     "abody": abody}).replace(
+            "require('semver')", "require('../lib/semver')"))
+    (repo / "package.json").write_text(json.dumps({"name": "corpus-semver-regression", "private": True}) + "\n")
+    (repo / "vitest.config.mjs").write_text("export default { test: { include: ['vitest/**/*.test.js'] } };\n")
+
+
+def build_go_regression(work: Path) -> None:
+    """encoding/csv from the Go standard library as a module, with the reader's quote handling broken: most
+    reader tests fail with the same t.Errorf shape from one table-driven test, plus writer tests."""
+    repo = work / "go-regression"
+    shutil.rmtree(repo, ignore_errors=True)
+    goroot = Path(run(["go", "env", "GOROOT"], work).stdout.decode().strip())
+    shutil.copytree(goroot / "src" / "encoding" / "csv", repo / "csv")
+    (repo / "go.mod").write_text("module corpus/goregression\n\ngo 1.19\n")
+    edit(repo, "csv/reader.go", "r.numLine++", "r.numLine += 2")
+
+
+def build_cargo_regression(work: Path) -> None:
+    """The semver crate as Debian ships it (31 tests, so not dozens) with two regressions in its parser: `^` is
+    no longer an operator, and every number of two digits or more is taken for a leading zero. Each failing
+    test panics in the unwrap of tests/util/mod.rs, with one of two messages."""
+    repo = work / "cargo-regression"
+    shutil.rmtree(repo, ignore_errors=True)
+    shutil.copytree(next(Path("/usr/share/cargo/registry").glob("semver-1.*")), repo)
+    manifest = (repo / "Cargo.toml").read_text()
+    manifest = re.sub(r"\[dependencies\.serde\].*?(?=\n\[)", "", manifest, flags=re.S)
+    manifest = re.sub(r"\[dev-dependencies.*?(?=\n\[|\Z)", "", manifest, flags=re.S)
+    manifest = re.sub(r'\nserde = \[.*?\]', "", manifest)
+    (repo / "Cargo.toml").write_text(manifest)
+    edit(repo, "src/parse.rs", "} else if bytes.first() == Some(&b'^') {", "} else if bytes.first() == Some(&b'`') {")
+    edit(repo, "src/parse.rs", "if value == 0 && len > 0 {", "if value < 10 && len > 0 {")
+    run("cargo build --offline --tests -q", repo)
+
+
 def build_flask(work: Path) -> None:
     release_repo(work, "flask", ["2.0.3", "3.0.3"])
 
@@ -311,7 +423,9 @@ def site_packages() -> Path:
 
 PROJECTS: dict[str, Callable[[Path], None]] = {
     "toolz": build_toolz, "more-itertools": build_more_itertools, "click": build_click, "gostd": build_gostd,
-    "semver-crate": build_semver_crate, "js-semver": build_js,
+    "semver-crate": build_semver_crate, "js-semver": build_js, "mi-regression": build_mi_regression,
+    "mi-handful": build_mi_handful, "js-regression": build_js_regression, "go-regression": build_go_regression,
+    "cargo-regression": build_cargo_regression, "dateutil-handful": build_dateutil_handful,
     "flask": build_flask, "rich": build_rich,
 }
 # Projects that are not built but found where they are.
@@ -357,6 +471,45 @@ FIXTURE_LIST = [
     Fixture("vitest", "js-semver", "npx vitest run", "tests", "semver cases, 3 wrong"),
     Fixture("vitest_verbose", "js-semver", "npx vitest run --reporter=verbose", "tests", "semver cases, 3 wrong"),
     Fixture("mocha", "js-semver", "npx mocha mocha", "tests", "semver cases, 3 wrong"),
+    # tests: one regression failing dozens of tests with one cause, and one file with a handful of failures
+    Fixture("pytest_regression_quiet", "mi-regression", "python -m pytest -q -p no:cacheprovider tests", "tests",
+            "more-itertools, a typo in take() fails 47 tests"),
+    Fixture("pytest_regression", "mi-regression", "python -m pytest -p no:cacheprovider tests", "tests",
+            "more-itertools, a typo in take() fails 47 tests"),
+    Fixture("pytest_regression_verbose", "mi-regression", "python -m pytest -v -p no:cacheprovider tests", "tests",
+            "more-itertools, a typo in take() fails 47 tests"),
+    Fixture("pytest_regression_first", "mi-regression", "python -m pytest -x -p no:cacheprovider tests", "tests",
+            "more-itertools, a typo in take(), stop at the first failure"),
+    Fixture("pytest_regression_all", "mi-regression", "python -m pytest -rA -p no:cacheprovider tests", "tests",
+            "more-itertools, a typo in take() fails 47 tests, every outcome summarised"),
+    Fixture("pytest_regression_short", "mi-regression", "python -m pytest --tb=short -p no:cacheprovider tests",
+            "tests", "more-itertools, a typo in take() fails 47 tests, short tracebacks"),
+    Fixture("unittest_regression", "mi-regression", "python -m unittest 2>&1", "tests",
+            "more-itertools, a typo in take() fails 61 tests and doctests"),
+    Fixture("unittest_regression_verbose", "mi-regression", "python -m unittest -v 2>&1", "tests",
+            "more-itertools, a typo in take() fails 61 tests and doctests"),
+    Fixture("pytest_handful", "mi-handful", "python -m pytest -p no:cacheprovider tests/test_recipes.py", "tests",
+            "more-itertools, five regressions in recipes.py, one test file"),
+    Fixture("pytest_handful_verbose", "mi-handful", "python -m pytest -v -p no:cacheprovider tests/test_recipes.py",
+            "tests", "more-itertools, five regressions in recipes.py, one test file"),
+    Fixture("pytest_handful_deep", "dateutil-handful", "PYTHONPATH=src:deps python -m pytest -p no:cacheprovider "
+            "-o filterwarnings= tests/test_parser.py", "tests", "python-dateutil, two parser regressions, one file"),
+    Fixture("unittest_handful", "mi-handful", "python -m unittest -v tests.test_recipes 2>&1", "tests",
+            "more-itertools, five regressions in recipes.py, one test file"),
+    Fixture("jest_regression", "js-regression", "npx jest --roots jest 2>&1", "tests",
+            "semver's source with a typo in compareIdentifiers"),
+    Fixture("vitest_regression", "js-regression", "npx vitest run", "tests",
+            "semver's source with a typo in compareIdentifiers"),
+    Fixture("vitest_regression_stderr", "js-regression", "npx vitest run 2>&1", "tests",
+            "semver's source with a typo in compareIdentifiers, with vitest's report (stderr)"),
+    Fixture("mocha_regression", "js-regression", "npx mocha mocha", "tests",
+            "semver's source with a typo in compareIdentifiers"),
+    Fixture("go_test_regression", "go-regression", "go test ./...", "tests",
+            "encoding/csv with the reader's line count broken"),
+    Fixture("go_test_regression_verbose", "go-regression", "go test -v ./...", "tests",
+            "encoding/csv with the reader's line count broken"),
+    Fixture("cargo_test_regression", "cargo-regression", "cargo test --offline --no-fail-fast", "tests",
+            "semver crate, two parser regressions, RUST_BACKTRACE=1"),
     # listing
     Fixture("ls_la_usr_bin", "click", "ls -la /usr/bin", "listing", "this machine's /usr/bin"),
     Fixture("ls_la_click_tests", "click", "ls -la tests", "listing", "click tests/"),

@@ -12,7 +12,6 @@ from typing import Any
 
 import click
 
-from codeoid.capture import ingest
 from codeoid.store import db as store_db
 from codeoid.store import queries
 
@@ -20,6 +19,8 @@ from codeoid.store import queries
 @contextmanager
 def open_store() -> Iterator[sqlite3.Connection]:
     """Open the store for reading, landing any spooled events first so what is printed is complete."""
+    from codeoid.capture import ingest  # not at the top: `codeoid --version` and the status line never open the store
+
     try:
         db = store_db.connect()
     except store_db.StoreUnavailable as error:
@@ -49,6 +50,22 @@ def workspace_scope(db: sqlite3.Connection, all_workspaces: bool) -> int | None:
             "or pass --all-workspaces."
         )
     return found
+
+
+def session_id_of(db: sqlite3.Connection, ref: str, *, param_hint: str) -> str:
+    """The session `ref` names (an id, a unique prefix, a name or a backing Claude Code id); an unknown or ambiguous
+    one is a usage error (exit 2) in one sentence, never an empty listing."""
+    from codeoid.store.session_ref import UnknownSession, resolve_session
+
+    try:
+        return resolve_session(db, ref)
+    except UnknownSession as error:
+        raise click.BadParameter(str(error), param_hint=param_hint) from error
+
+
+def plural(count: int, noun: str) -> str:
+    """'1 turn', '2 turns', '0 turns'."""
+    return f"{count:,} {noun}" + ("" if count == 1 else "s")
 
 
 def format_time(stamp: float) -> str:

@@ -8,21 +8,24 @@ import time
 
 import click
 
-from codeoid.cli.common import open_store, scope_option, workspace_scope
+from codeoid.cli.common import open_store, scope_option, session_id_of, workspace_scope
 from codeoid.cli.group import cli
 
 
 @cli.command()
-@click.option("--session", "session_id", help="Only this codeoid session's Bash calls.")
+@click.option("--session", "session_ref", metavar="SESSION",
+              help="Only this codeoid session's Bash calls: its id, a unique prefix of it, or its name.")
 @click.option("--since", "since_days", type=click.FloatRange(min=0), help="Only calls of the last N days.")
 @click.option("--limit", default=15, show_default=True, type=click.IntRange(1, 1000), help="Command shapes shown.")
 @click.option("--json", "as_json", is_flag=True, help="Print the whole account as JSON.")
 @scope_option
-def discover(session_id: str | None, since_days: float | None, limit: int, as_json: bool,
+def discover(session_ref: str | None, since_days: float | None, limit: int, as_json: bool,
              all_workspaces: bool) -> None:
-    """Find the Bash output compression missed: the command shapes that put the most bytes into the window
-    uncompressed, and why (no rule; not allowed by your permission rules, with the allow rule that would let
-    codeoid compress it; a construct the rewrite steps aside from; under the size floor).
+    """Find the Bash output compression missed.
+
+    The command shapes that put the most bytes into the window uncompressed, and why (no rule; not allowed by your
+    permission rules, with the allow rule that would let codeoid compress it; a construct the rewrite steps aside
+    from; under the size floor).
 
     \b
     Examples:
@@ -33,6 +36,7 @@ def discover(session_id: str | None, since_days: float | None, limit: int, as_js
 
     since = time.time() - since_days * 86400 if since_days is not None else 0.0
     with open_store() as db:
+        session_id = session_id_of(db, session_ref, param_hint="--session") if session_ref else None
         workspace_id = None if session_id else workspace_scope(db, all_workspaces)
         report = replay_history(db, workspace_id=workspace_id, session_id=session_id, since=since)
     if as_json:

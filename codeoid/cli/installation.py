@@ -15,7 +15,11 @@ from codeoid.cli.group import cli
               help="user: ~/.claude/settings.json for every project; project: this project's settings.local.json.")
 @click.option("--force", is_flag=True, help="Install even though codeoid is active as a Claude Code plugin.")
 def install(scope: str, force: bool) -> None:
-    """Register codeoid's hooks and MCP server with Claude Code."""
+    """Register codeoid's hooks and MCP server with Claude Code.
+
+    Also adds the allow rule for codeoid's tools, the status line and the /rotate, /recall and /gain commands.
+    Running it again changes nothing; restart running Claude Code sessions afterwards.
+    """
     from codeoid.setup import install as installer
 
     try:
@@ -28,7 +32,11 @@ def install(scope: str, force: bool) -> None:
 @cli.command()
 @click.option("--scope", type=click.Choice(["user", "project"]), default="user", show_default=True)
 def uninstall(scope: str) -> None:
-    """Remove codeoid's hooks, MCP server and allow rule (only codeoid's own entries; backups are kept)."""
+    """Remove codeoid from Claude Code.
+
+    Takes out codeoid's hooks, MCP server, allow rule, status line and slash commands, only codeoid's own entries,
+    keeping a backup of each file it changes. The store is left alone.
+    """
     from codeoid.setup import install as installer
 
     try:
@@ -38,13 +46,30 @@ def uninstall(scope: str) -> None:
     print_outcome(outcome, nothing="Not installed; nothing changed.")
 
 
-@cli.command()
-def doctor() -> None:
-    """Check the installation, versions, permissions and backlog, in words; exit 1 if anything failed."""
+@cli.command(epilog="""\b
+Examples:
+  codeoid doctor          one line per check: [  ok], [info], [warn] or [fail]
+  codeoid doctor --json   the same as a list of {"status", "sentence"} objects""")
+@click.option("--json", "as_json", is_flag=True, help="Print the findings as JSON.")
+def doctor(as_json: bool) -> None:
+    """Check the installation and what runs behind it.
+
+    Install route, versions, permissions and spool, then Chroma, the embedding model, the indexing backlog,
+    compression rules, quarantine and unfinished raw outputs, each in a sentence that says what to do. Exits 1
+    if anything failed.
+    """
+    import json
+    from pathlib import Path
+
+    from codeoid import paths
+    from codeoid.health.checks import health_report
     from codeoid.setup.doctor import doctor_report
 
-    findings = doctor_report()
-    for finding in findings:
-        click.echo(f"[{finding.status:>4}] {finding.sentence}")
+    findings = [*doctor_report(), *health_report(Path(paths.data_dir_location()), Path.cwd())]
+    if as_json:
+        click.echo(json.dumps([finding._asdict() for finding in findings], indent=2))
+    else:
+        for finding in findings:
+            click.echo(f"[{finding.status:>4}] {finding.sentence}")
     if any(finding.status == "fail" for finding in findings):
         sys.exit(1)

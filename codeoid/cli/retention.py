@@ -28,9 +28,12 @@ def human(size: int) -> str:
                                "[retention] budget in config.toml, else 2GB).")
 @click.option("--json", "as_json", is_flag=True, help="Print the plan and outcome as JSON.")
 def gc(apply_plan: bool, budget: str | None, as_json: bool) -> None:
-    """Bring the data dir under its disk budget: raw outputs of the oldest archived episodes expire first (their
-    compressed text stays, marked "raw expired"), then those episodes' vectors; never a live window's. Also sweeps
-    incomplete raw outputs and quarantined files past their grace period. A dry run unless --apply."""
+    """Bring the data dir under its disk budget.
+
+    Raw outputs of the oldest archived episodes expire first (their compressed text stays, marked "raw expired"),
+    then those episodes' vectors; never a live window's. Also sweeps incomplete raw outputs and quarantined files
+    past their grace period. A dry run unless --apply.
+    """
     try:
         limit = retention.parse_size(budget) if budget else retention.disk_budget()
     except retention.RetentionConfigError as error:
@@ -72,9 +75,11 @@ def gc(apply_plan: bool, budget: str | None, as_json: bool) -> None:
 @click.argument("episodes", nargs=-1, required=True)
 @click.option("--vacuum", is_flag=True, help="Rewrite the database file afterwards so no free page is left.")
 def forget(episodes: tuple[str, ...], vacuum: bool) -> None:
-    """Delete episodes for good (ids, or ranges such as 40-45): their text, input, response, raw output,
-    full-text entries and vectors. A tombstone (id, time, "forgotten") keeps the timeline in order. Unlike
-    `retract`, this cannot be undone."""
+    """Delete episodes for good (no undo, unlike retract).
+
+    EPISODES are ids or ranges such as 40-45: their text, input, response, raw output, full-text entries and
+    vectors go. A tombstone (id, time, "forgotten") keeps the timeline in order.
+    """
     ids = _episode_ids(episodes)
     with open_store() as db:
         try:

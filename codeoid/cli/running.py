@@ -15,15 +15,19 @@ from codeoid.store import db as store_db
 
 if TYPE_CHECKING:
     from codeoid.fork.launch import Launch
-from codeoid.cli.common import open_store
+from codeoid.cli.common import open_store, plural, session_id_of
 from codeoid.cli.group import cli
 
 
 @cli.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
 @click.argument("claude_args", nargs=-1, type=click.UNPROCESSED)
 def run(claude_args: tuple[str, ...]) -> None:
-    """Run claude under the supervisor: rotate into a fresh window instead of compacting (all arguments go to
-    claude; thresholds: CODEOID_AUTO_ROTATE=1 for 90%, 97% always)."""
+    """Run claude, rotating windows instead of compacting.
+
+    Starts claude under codeoid's supervisor, which continues the session in a fresh window when the context
+    fills (97%, or 90% with CODEOID_AUTO_ROTATE=1) or on /rotate. All arguments go to claude, e.g.
+    `codeoid run --model claude-sonnet-4-5`.
+    """
     sys.exit(_supervise(list(claude_args), project_dir=os.getcwd()))
 
 
@@ -55,7 +59,11 @@ def _supervise(claude_args: list[str], *, project_dir: str, session_id: str | No
     return supervisor.run()
 
 
-@cli.command()
+@cli.command(epilog="""\b
+Examples:
+  codeoid fork c4cf --at 12                   turns 1-12 of session c4cf..., on claude under the supervisor
+  codeoid fork c4cf --backend codex           the whole conversation, continued in Codex
+  codeoid fork review --print "Summarize"     one answer from a fork of the session named `review`""")
 @click.argument("session")
 @click.argument("claude_args", nargs=-1, type=click.UNPROCESSED)
 @click.option("--at", "at_turn", type=click.IntRange(1), help="Fork after this turn (default: the last one).")
@@ -70,16 +78,18 @@ def _supervise(claude_args: list[str], *, project_dir: str, session_id: str | No
                    "200,000 for codex and gemini).")
 def fork(session: str, claude_args: tuple[str, ...], at_turn: int | None, backend: str, name: str | None,
          print_prompt: str | None, no_start: bool, window_tokens: int | None) -> None:
-    """Start a new, independent session from SESSION's conversation up to a turn; SESSION is untouched.
+    """Start a new session from another's conversation.
 
-    SESSION is a codeoid session id (or a unique prefix), a session name, or a Claude Code session id.
-    By default the fork starts interactively: on claude under the supervisor, as `codeoid run` would, with the
-    arguments after `--` (e.g. `-- --model claude-sonnet-4-5`); on codex or gemini as that CLI itself, with
-    codeoid's memory tools but without codeoid's hooks: when that CLI exits, codeoid stores the fork's new turns
-    from the CLI's own session record (`codeoid fork-capture` does it later, e.g. after --no-start).
+    The fork takes SESSION's conversation up to a turn; SESSION is untouched. SESSION is a codeoid session id (or a
+    unique prefix), a session name, or a Claude Code session id. By default the fork starts interactively: on claude
+    under the supervisor, as `codeoid run` would, with the arguments after `--` (e.g. `-- --model
+    claude-sonnet-4-5`); on codex or gemini as that CLI itself, with codeoid's memory tools but without codeoid's
+    hooks: when that CLI exits, codeoid stores the fork's new turns from the CLI's own session record (`codeoid
+    fork-capture` does it later, e.g. after --no-start).
     """
     import shlex
     import subprocess
+    from dataclasses import replace
     from pathlib import Path
 
     from codeoid.fork.fork import ForkError, ForkRequest, create_fork
@@ -105,14 +115,15 @@ def fork(session: str, claude_args: tuple[str, ...], at_turn: int | None, backen
                           model=user.value("--model"), window_tokens=window_tokens, tool_prefix=wiring.tool_prefix,
                           prompt=print_prompt)
     with open_store() as db:
+        request = replace(request, session=session_id_of(db, session, param_hint="SESSION"))
         try:
             made = create_fork(db, request, now=time.time())
         except ForkError as error:
             raise click.ClickException(str(error)) from error
         except store_db.StoreUnavailable as error:
             raise click.ClickException(f"The store is busy: {error}") from error
-    kept = (f"all {made.total_turns} turns" if made.kept_turns == made.total_turns
-            else f"the newest {made.kept_turns} of {made.total_turns} turns (recall finds the rest)")
+    kept = (f"all {plural(made.total_turns, 'turn')}" if made.kept_turns == made.total_turns
+            else f"the newest {made.kept_turns:,} of {plural(made.total_turns, 'turn')} (recall finds the rest)")
     click.echo(f"Forked session {made.parent_id} at turn {made.at_turn} into {made.session_id}: {kept}.", err=True)
     start = made.start
     if isinstance(start, Launch):
@@ -189,24 +200,26 @@ def _capture_fork(backend: str, session_id: str) -> None:
         click.echo(f"codeoid could not store the fork's turns from {backend} ({error}); run `codeoid fork-capture "
                    f"{session_id}` to try again.", err=True)
         return
-    click.echo(f"Stored {stored} new episodes from {backend}'s record in session {session_id}.", err=True)
+    click.echo(f"Stored {plural(stored, 'new episode')} from {backend}'s record in session {session_id}.", err=True)
 
 
 @cli.command("fork-capture")
 @click.argument("session")
 def fork_capture(session: str) -> None:
-    """Store what a Codex or Gemini fork did, from that CLI's own session record.
+    """Store what a Codex or Gemini fork did.
+
+    Reads it from that CLI's own session record.
 
     `codeoid fork` does this when the CLI exits; run it for a fork started with --no-start, or one whose codeoid
     was killed before the CLI exited. SESSION names the fork as `codeoid fork` accepts a session. Repeating it
     stores only what is new.
     """
     from codeoid.fork.capture import NotCapturable, capture_fork
-    from codeoid.fork.fork import ForkError, find_session
+    from codeoid.fork.fork import ForkError
 
     with open_store() as db:
+        session_id = session_id_of(db, session, param_hint="SESSION")
         try:
-            session_id = find_session(db, session).session_id
             stored = capture_fork(db, session_id, now=time.time())
         except (ForkError, NotCapturable) as error:
             raise click.ClickException(str(error)) from error
@@ -214,15 +227,28 @@ def fork_capture(session: str) -> None:
             raise click.ClickException(f"The store is busy: {error}") from error
         except OSError as error:
             raise click.ClickException(f"The fork's session record cannot be read: {error}") from error
-    click.echo(f"Stored {stored} new episodes in session {session_id}.")
+    click.echo(f"Stored {plural(stored, 'new episode')} in session {session_id}.")
 
 
-@cli.command()
-@click.option("--session", "session_id", help="The codeoid session to rotate (default: the one running here).")
-def rotate(session_id: str | None) -> None:
-    """Rotate a running `codeoid run` session into a fresh window now, from another terminal."""
+@cli.command(epilog="""\b
+Examples:
+  codeoid rotate                  the `codeoid run` session running in this directory
+  codeoid rotate --session c4cf   that session (a unique id prefix or its name)""")
+@click.option("--session", "session_ref", metavar="SESSION",
+              help="The codeoid session to rotate: its id, a unique prefix, or its name (default: the one running "
+                   "here).")
+def rotate(session_ref: str | None) -> None:
+    """Rotate a running `codeoid run` session now.
+
+    Asks the supervisor, from another terminal, to continue the session in a fresh context window; the fresh
+    window waits for the next prompt.
+    """
     from codeoid.rotation.remote import NoSupervisor, request_rotation
 
+    session_id = None
+    if session_ref is not None:
+        with open_store() as db:
+            session_id = session_id_of(db, session_ref, param_hint="--session")
     try:
         info = request_rotation(session=session_id, directory=os.getcwd())
     except NoSupervisor as error:

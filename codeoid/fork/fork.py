@@ -29,6 +29,7 @@ from codeoid.fork.seed import Lineage, WindowTooSmall, newest_that_fit, notice
 from codeoid.fork.translators import TRANSLATORS, Start, Target, written_files
 from codeoid.setup.json_config import InstallError
 from codeoid.store.db import write_transaction
+from codeoid.store.session_ref import UnknownSession, resolve_session
 from codeoid.workspace import identify
 
 
@@ -122,17 +123,13 @@ class Parent(NamedTuple):
 
 def find_session(db: sqlite3.Connection, ref: str) -> Parent:
     """The session `ref` names: its id, a unique prefix of the id, its name, or one of its backing session ids."""
-    select = ("SELECT s.id, s.name, s.turn_count, s.workspace_id, w.key, w.root FROM sessions s"
-              " JOIN workspaces w ON w.id = s.workspace_id ")
-    for where, value in (("WHERE s.id = ?", ref), ("WHERE s.name = ?", ref),
-                         ("WHERE s.id = (SELECT session_id FROM backing_sessions WHERE id = ?)", ref),
-                         ("WHERE s.id LIKE ? ESCAPE '\\'", _escape_like(ref) + "%")):
-        rows = db.execute(select + where, (value,)).fetchall()
-        if len(rows) == 1:
-            return Parent(*rows[0])
-        if len(rows) > 1:
-            raise ForkError(f"{ref!r} names {len(rows)} sessions; give more of the session id.")
-    raise ForkError(f"No codeoid session {ref!r}; `codeoid sessions --all-workspaces` lists them.")
+    try:
+        session_id = resolve_session(db, ref)
+    except UnknownSession as error:
+        raise ForkError(str(error)) from error
+    row = db.execute("SELECT s.id, s.name, s.turn_count, s.workspace_id, w.key, w.root FROM sessions s"
+                     " JOIN workspaces w ON w.id = s.workspace_id WHERE s.id = ?", (session_id,)).fetchone()
+    return Parent(*row)
 
 
 def _project_dir(requested: str, parent: Parent) -> str:
@@ -180,7 +177,3 @@ def _record(db: sqlite3.Connection, start: Start, *, session_id: str, workspace_
         (start.claude_session_id, session_id, str(start.transcript_path) if start.transcript_path else None,
          start.transcript_bytes, now),
     )
-
-
-def _escape_like(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")

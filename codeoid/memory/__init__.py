@@ -2,9 +2,11 @@
 
 - search: `retrieval` (recall's candidates and answers), `ranking` (fusing BM25, vectors, recency and paths),
   `chunking` (episode text into vector-sized chunks), `privacy` (what never reaches an index);
-- the vector index: `vector_index` (one Chroma collection per store), `chroma_server` (the shared local
-  `chroma run` this package starts and stops), `embedding` and `chroma_embedding` (the bundled MiniLM model),
-  and `indexer`, the long-lived loop that embeds new episodes;
+- the answer: `matched_lines` (which lines of a hit matched) and `hits` (recall's compact hits within a budget);
+- the vector index: `vector_index` (one Chroma collection per store), `chroma_query` (its queries over plain
+  HTTP, without the chromadb client), `chroma_server` (the shared local `chroma run` this package starts and
+  stops), `embedding` and `chroma_embedding` (the bundled MiniLM model), and `indexer`, the long-lived loop that
+  embeds new episodes;
 - the workspace index: `workspace_index` (the compact text a window starts with), `topics` (its clusters) and
   `index_builder`, the loop that keeps it built.
 

@@ -25,14 +25,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeVar
 
-import httpx
+from codeoid.memory import chroma_query, chroma_server
+from codeoid.memory.embedding import EmbeddingModelError
 
-from codeoid.memory import chroma_server
-from codeoid.memory.chroma_embedding import CodeoidEmbeddingFunction
-
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # chromadb (and httpx under it) load only for writes: a query needs neither (`chroma_query`)
     from chromadb.api import ClientAPI
     from chromadb.api.models.Collection import Collection
+
+    from codeoid.memory.chroma_embedding import CodeoidEmbeddingFunction
 
 MetadataValue = str | int | float | bool
 T = TypeVar("T")
@@ -106,10 +106,11 @@ class VectorIndex:
         default it is `CODEOID_CHROMA_URL` or the local server."""
         self.store = store
         self._url = url
-        self._embedding_function = embedding_function or CodeoidEmbeddingFunction()
+        self._embedding_function = embedding_function
         self._client: ClientAPI | None = None
         self._connect_lock = threading.Lock()  # the indexer thread and a recall may find the server gone together
         self._collections: dict[str, Collection] = {}
+        self._queried: dict[str, chroma_query.Collection] = {}  # by collection name, for the REST query path
 
     def add_chunks(self, workspace: str, chunks: Sequence[Chunk]) -> None:
         """Embed and store `chunks`; chunks already there (same episode and number) are replaced.
@@ -132,20 +133,34 @@ class VectorIndex:
 
     def query(self, text: str, workspace: str, n: int = 10) -> list[Hit]:
         """The `n` chunks of `workspace` nearest to `text`, nearest first (empty for an unknown workspace), of
-        every store that shares the collection: `hit.store` tells this store's from a teammate's."""
+        every store that shares the collection: `hit.store` tells this store's from a teammate's.
+
+        Over Chroma's REST API with the standard library (`chroma_query`): no chromadb import, so a one-shot
+        `codeoid search` does not pay for it. Reconnects once (restarting a local server) as `_call` does."""
         if n < 1:
             return []
-
-        def nearest(collection: Collection) -> list[Hit]:
-            result = collection.query(query_texts=[text], n_results=n,
-                                      include=["documents", "metadatas", "distances"])
-            metadatas = (result["metadatas"] or [[]])[0]
-            documents = (result["documents"] or [[]])[0]
-            distances = (result["distances"] or [[]])[0]
-            return [_hit(meta, document, distance)
-                    for meta, document, distance in zip(metadatas, documents, distances, strict=True)]
-
-        return self._with_collection(workspace, nearest, create=False) or []
+        name = collection_name(workspace)
+        failure: Exception | None = None
+        for _ in range(2):
+            try:
+                url = self._url or chroma_server.server_url()
+                if self._url is None and chroma_server.remote_url() is None:
+                    chroma_server.touch_lease()
+                collection = self._queried.get(name) or chroma_query.open_collection(url, name)
+                if collection is None:
+                    return []
+                self._queried[name] = collection
+                found = chroma_query.nearest(url, collection, collection.embedder.embed([text])[0].tolist(), n)
+                if found is not None:
+                    return [_hit(near.metadata, near.document, near.distance) for near in found]
+                failure = chroma_query.ChromaUnreachable(f"the collection {name} was replaced while querying it")
+            except (chroma_query.ChromaUnreachable, chroma_server.ChromaServerError) as error:
+                failure = error
+            except EmbeddingModelError as error:
+                raise VectorIndexUnavailable(f"the vector index cannot be queried: {error}") from error
+            self._queried.pop(name, None)
+        where = self._url or chroma_server.remote_url() or "the local Chroma server"
+        raise VectorIndexUnavailable(f"the vector index at {where} is unreachable: {failure}") from failure
 
     def first_chunks(self, workspace: str, episode_ids: Sequence[int]) -> dict[int, tuple[Sequence[float], str]]:
         """The stored vector and text of each of this store's episodes' first chunk, by episode id (missing ones
@@ -201,13 +216,21 @@ class VectorIndex:
             if chroma_server.remote_url() is None:
                 self._drop_legacy(client, workspace)
             return client.get_or_create_collection(
-                name, embedding_function=self._embedding_function,  # type: ignore[arg-type]
+                name, embedding_function=self._function(),  # type: ignore[arg-type]
                 configuration={"hnsw": {"space": "cosine"}}, metadata={"codeoid_workspace": workspace},
             )
         try:
-            return client.get_collection(name, embedding_function=self._embedding_function)  # type: ignore[arg-type]
+            return client.get_collection(name, embedding_function=self._function())  # type: ignore[arg-type]
         except NotFoundError:
             return None
+
+    def _function(self) -> CodeoidEmbeddingFunction:
+        """Chroma's view of the embedder, made when chromadb is first needed (importing it imports chromadb)."""
+        if self._embedding_function is None:
+            from codeoid.memory.chroma_embedding import CodeoidEmbeddingFunction
+
+            self._embedding_function = CodeoidEmbeddingFunction()
+        return self._embedding_function
 
     @staticmethod
     def _drop_legacy(client: ClientAPI, workspace: str) -> None:
@@ -223,6 +246,8 @@ class VectorIndex:
     def _call(self, operation: Callable[[ClientAPI], T]) -> T:
         """Run `operation` with a live client: reconnect once (restarting a local server) if the first try
         finds nobody there, then give up with `VectorIndexUnavailable`."""
+        import httpx  # chromadb's own transport, already loaded with it
+
         failure: Exception | None = None
         for _ in range(2):
             try:

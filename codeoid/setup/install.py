@@ -26,7 +26,6 @@ from typing import Any, Literal
 
 from codeoid import paths
 from codeoid.capture import loss_ring
-from codeoid.rotation.command import install_command, remove_command
 from codeoid.setup.claude_files import (
     ClaudeFiles,
     find_plugin_route,
@@ -50,6 +49,7 @@ from codeoid.setup.hook_table import (
 )
 from codeoid.setup.install_manifest import InstallRecord, KeyPath, load_records, manifest_path, save_records
 from codeoid.setup.json_config import InstallError, back_up, load_object, write_atomic
+from codeoid.setup.slash_commands import install_commands, remove_commands
 
 __all__ = ["InstallError", "Outcome", "Scope", "install", "uninstall"]
 
@@ -137,9 +137,7 @@ def install(
     save_records(manifest, records)
     for document in (settings, state):
         document.save(outcome, may_delete=False)
-    command = install_command(commands_dir)
-    if command is not None:
-        outcome.written.append(command)
+    outcome.written.extend(install_commands(commands_dir, os.path.join(os.path.dirname(hook_exe), "codeoid")))
     if outcome.written:
         outcome.notes.append("Restart running Claude Code sessions: they read hooks and MCP servers at start-up.")
     return outcome
@@ -172,9 +170,7 @@ def uninstall(scope: Scope = "user", home: Path | None = None, project_dir: Path
         created = record.created_in(document.path) if record else set()
         document.prune(created)
         document.save(outcome, may_delete=FILE_ITSELF in created)
-    command = remove_command(_commands_dir(scope, files, project))
-    if command is not None:
-        outcome.removed.append(command)
+    outcome.removed.extend(remove_commands(_commands_dir(scope, files, project)))
     for directory in map(Path, record.created_dirs if record else []):
         _remove_if_empty(directory, outcome)
     save_records(manifest, records)
@@ -322,7 +318,7 @@ def _add_status_line(settings: _Document, codeoid_exe: str, codeoid_home: str | 
 
 
 def _commands_dir(scope: str, files: ClaudeFiles, project: Path) -> Path:
-    """Where Claude Code finds the scope's slash commands: `/rotate` goes there."""
+    """Where Claude Code finds the scope's slash commands: `/rotate`, `/recall` and `/gain` go there."""
     return files.config_dir / "commands" if scope == "user" else project / ".claude" / "commands"
 
 

@@ -37,6 +37,7 @@ _RUNS = """
     WHERE (:workspace_id IS NULL OR coalesce(r.workspace_id,
                (SELECT s.workspace_id FROM sessions s WHERE s.id = r.session_id)) = :workspace_id)
       AND (:session_id IS NULL OR r.session_id = :session_id)
+      AND (:since IS NULL OR r.created_at >= :since)
 """
 
 
@@ -58,23 +59,46 @@ def charge_read(db: sqlite3.Connection, raw_id: str, text: str, *, reader: str, 
         )
 
 
-def gain(db: sqlite3.Connection, *, workspace_id: int | None = None,
-         session_id: str | None = None) -> dict[str, Any]:
-    """The ledger in scope, summed per rule (most saved first), per session (newest first) and in total."""
-    params = {"not_recorded": NOT_RECORDED, "passed_through": PASSED_THROUGH, "by_hand": BY_HAND,
-              "workspace_id": workspace_id, "session_id": session_id}
-    sums = ("count(*) AS runs, coalesce(sum(raw_bytes), 0) AS raw_bytes, coalesce(sum(shown_bytes), 0) AS "
-            "shown_bytes, coalesce(sum(reads), 0) AS reads, coalesce(sum(charged_bytes), 0) AS charged_bytes, "
-            "coalesce(sum(charged_tokens), 0) AS charged_tokens")
+# The local calendar day of a run, and the Monday that starts its week (SQLite's 'weekday 0' moves to the next
+# Sunday, or stays on one; six days back is that week's Monday).
+PERIODS = {
+    "day": "date(created_at, 'unixepoch', 'localtime')",
+    "week": "date(created_at, 'unixepoch', 'localtime', 'weekday 0', '-6 days')",
+}
+_SUMS = ("count(*) AS runs, coalesce(sum(raw_bytes), 0) AS raw_bytes, coalesce(sum(shown_bytes), 0) AS "
+         "shown_bytes, coalesce(sum(reads), 0) AS reads, coalesce(sum(charged_bytes), 0) AS charged_bytes, "
+         "coalesce(sum(charged_tokens), 0) AS charged_tokens")
+
+
+def _params(workspace_id: int | None, session_id: str | None, since: float | None) -> dict[str, Any]:
+    return {"not_recorded": NOT_RECORDED, "passed_through": PASSED_THROUGH, "by_hand": BY_HAND,
+            "workspace_id": workspace_id, "session_id": session_id, "since": since}
+
+
+def gain(db: sqlite3.Connection, *, workspace_id: int | None = None, session_id: str | None = None,
+         since: float | None = None) -> dict[str, Any]:
+    """The ledger in scope (runs archived at `since` or later), summed per rule (most saved first), per session
+    (newest first) and in total."""
+    params = _params(workspace_id, session_id, since)
     by_rule = db.execute(
-        f"SELECT rule AS key, {sums} FROM ({_RUNS}) GROUP BY rule"
+        f"SELECT rule AS key, {_SUMS} FROM ({_RUNS}) GROUP BY rule"
         " ORDER BY sum(raw_bytes) - sum(shown_bytes) DESC, rule", params).fetchall()
     by_session = db.execute(
-        f"SELECT session AS key, {sums} FROM ({_RUNS}) GROUP BY session ORDER BY max(created_at) DESC",
+        f"SELECT session AS key, {_SUMS} FROM ({_RUNS}) GROUP BY session ORDER BY max(created_at) DESC",
         params).fetchall()
-    total = db.execute(f"SELECT 'total' AS key, {sums} FROM ({_RUNS})", params).fetchone()
+    total = db.execute(f"SELECT 'total' AS key, {_SUMS} FROM ({_RUNS})", params).fetchone()
     return {"by_rule": [_account(row) for row in by_rule], "by_session": [_account(row) for row in by_session],
             "total": _account(total)}
+
+
+def over_time(db: sqlite3.Connection, period: str, *, workspace_id: int | None = None,
+              session_id: str | None = None, since: float | None = None) -> list[dict[str, Any]]:
+    """The ledger per local day or week (`PERIODS`), oldest first, only periods with runs. A read is charged to
+    the period of the run it read, so each period's net says what that period's compression was worth."""
+    bucket = PERIODS[period]
+    rows = db.execute(f"SELECT {bucket} AS key, {_SUMS} FROM ({_RUNS}) GROUP BY key ORDER BY key",
+                      _params(workspace_id, session_id, since)).fetchall()
+    return [_account(row) for row in rows]
 
 
 def _account(row: tuple[Any, ...]) -> dict[str, Any]:
@@ -82,7 +106,8 @@ def _account(row: tuple[Any, ...]) -> dict[str, Any]:
     saved_bytes = raw_bytes - shown_bytes
     saved_tokens = estimate_tokens_of_size(saved_bytes)
     return {"key": key, "runs": runs, "raw_bytes": raw_bytes, "shown_bytes": shown_bytes,
-            "saved_bytes": saved_bytes, "saved_tokens": saved_tokens, "reads": reads,
+            "saved_bytes": saved_bytes, "saved_percent": round(100 * saved_bytes / raw_bytes, 1) if raw_bytes else 0.0,
+            "saved_tokens": saved_tokens, "reads": reads,
             "charged_bytes": charged_bytes, "charged_tokens": charged_tokens,
             "net_bytes": saved_bytes - charged_bytes, "net_tokens": saved_tokens - charged_tokens}
 

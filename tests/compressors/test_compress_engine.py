@@ -329,3 +329,14 @@ def test_a_cut_cheaper_than_its_marker_is_not_made() -> None:
     short = diff_like(3, 20).replace(LONG.encode(), b"")
     kept, added = kept_and_added(compress_bytes(DIFF_LIKE, short)[0])
     assert b" context line 1" in kept and not any(b"(raw line 6)" in line for line in added)
+
+
+def test_a_note_queued_as_plain_text_by_an_operation_is_written_in_raw_order() -> None:
+    from codeoid.compressors.pipeline import Pipeline
+
+    pipeline = Pipeline(HEAD_TAIL)
+    pipeline.push(b"first")
+    pipeline._note("said by an operation")
+    pipeline.push(b"last")
+    pipeline.close(complete=True)
+    assert pipeline.take() == b"first\n" + MARKER + b"said by an operation\nlast\n"

@@ -14,7 +14,7 @@ from .rig import ClaudeRig
 
 
 @pytest.mark.e2e
-def test_a_later_session_recalls_and_opens_an_earlier_tool_output_verbatim(rig: ClaudeRig) -> None:
+def test_a_later_session_recalls_an_earlier_tool_output_and_pages_its_lines_verbatim(rig: ClaudeRig) -> None:
     rig.install_codeoid()
     marker = "zebra-quartz-7731 calibration table"
     earlier = bash(f"printf 'header\\n{marker}\\nfooter\\n'")
@@ -25,12 +25,16 @@ def test_a_later_session_recalls_and_opens_an_earlier_tool_output_verbatim(rig: 
     recall = ToolUse(name="mcp__codeoid__recall", input={"query": "zebra quartz calibration"})
     holder: dict[str, str] = {}
 
-    def open_the_episode(body: dict) -> Reply:
+    def open_the_lines(body: dict) -> Reply:
+        """Step two, as the tool descriptions teach it: the lines the hit named, through get_episode."""
         text = rig.api.tool_results()[recall.id].text
-        holder["id"] = re.search(r"=== episode (\d+)", text).group(1)  # type: ignore[union-attr]
-        return Reply([ToolUse(name="mcp__codeoid__get_episode", input={"episode_id": holder["id"]})])
+        found = re.search(r'best: get_episode\("(\d+)", lines="([\d-]+)"\)', text)
+        assert found is not None, text
+        holder["id"], holder["lines"] = found.groups()
+        return Reply([ToolUse(name="mcp__codeoid__get_episode",
+                              input={"episode_id": holder["id"], "lines": holder["lines"]})])
 
-    rig.api.add(Reply([Text("Let me check memory."), recall]), open_the_episode, "Found it.")
+    rig.api.add(Reply([Text("Let me check memory."), recall]), open_the_lines, "Found it.")
     second = rig.run("what did the calibration table say?")
 
     assert second.exit_code == 0, second.describe()
@@ -40,10 +44,12 @@ def test_a_later_session_recalls_and_opens_an_earlier_tool_output_verbatim(rig: 
             "mcp__codeoid__recall_file"} <= tool_names
     results = rig.api.tool_results()
     recalled = results[recall.id]
-    assert not recalled.is_error and "header\nzebra-quartz-7731 calibration table\nfooter" in recalled.text
+    assert not recalled.is_error and f"\n1- header\n2: {marker}\n3- footer" in recalled.text
+    assert holder["lines"] == "1-3"
     opened = [result for tool_id, result in results.items() if tool_id not in (recall.id, earlier.id)]
     assert len(opened) == 1 and not opened[0].is_error
-    assert f"episode {holder['id']}" in opened[0].text and marker in opened[0].text
+    assert f"episode {holder['id']}" in opened[0].text and "text: lines 1-3 of 3" in opened[0].text
+    assert f"\n-----\nheader\n{marker}\nfooter\n-----" in opened[0].text
 
 
 def request_texts(body: dict) -> list[str]:

@@ -1,5 +1,7 @@
-"""Fitting verbatim text into one tool result: the output budget, token estimates and line pages.
+"""Fitting verbatim text into one answer: the output budget, token estimates, line ranges and line pages.
 
+The MCP server's results and `codeoid search` both page stored text by line number, so the rules live here, below
+both: `split_lines` numbers lines the way `get_episode(lines=...)` and `codeoid show --lines` count them.
 Claude Code rejects an MCP result over `MAX_MCP_OUTPUT_TOKENS` (25,000 by default) outright, so every
 result is built against a byte budget derived from it. Tokens are estimated conservatively: three UTF-8
 bytes a token (English and code average nearer four characters; CJK text is about three bytes a
@@ -9,6 +11,7 @@ character and a token), and only 90% of the limit is spent, for the tokenizer's 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TypeVar
@@ -17,6 +20,31 @@ DEFAULT_MAX_OUTPUT_TOKENS = 25_000
 BYTES_PER_TOKEN = 3
 SPENDABLE_SHARE = 0.9
 T = TypeVar("T")
+_LINE_RANGE = re.compile(r"\s*(\d+)\s*(?:(-)\s*(\d+)?)?\s*")
+
+
+class LineRangeError(ValueError):
+    """A line range that cannot be read; the message says what was expected."""
+
+
+def parse_line_range(text: str) -> tuple[int, int | None]:
+    """`"82-120"` (1-based, inclusive), `"82"` (that line alone) or `"82-"` (to the end) as (first, last or None)."""
+    found = _LINE_RANGE.fullmatch(text)
+    if found is None:
+        raise LineRangeError(f"lines={text!r} is not a line range: write \"82-120\" (first-last, 1-based, "
+                             "inclusive), \"82\" for one line or \"82-\" for line 82 to the end.")
+    first = int(found.group(1))
+    last = first if found.group(2) is None else (int(found.group(3)) if found.group(3) else None)
+    if first < 1:
+        raise LineRangeError(f"lines={text!r}: lines are numbered from 1.")
+    if last is not None and last < first:
+        raise LineRangeError(f"lines={text!r}: the last line ({last}) is before the first ({first}).")
+    return first, last
+
+
+def format_line_range(first: int, last: int) -> str:
+    """The `lines` argument that asks for `first`..`last` again."""
+    return str(first) if first == last else f"{first}-{last}"
 
 
 def max_output_tokens() -> int:

@@ -1,0 +1,386 @@
+"""Failures grouped by cause: a test run's failure reports, each read whole, named by cause and trimmed.
+
+A runner reports each failing test in a section of its own (pytest's `____ test ____`, unittest's `FAIL: test`,
+jest's `● test`, cargo's `---- test stdout ----`...), and most of a run's bytes are those sections' tracebacks.
+When one regression fails fifty tests, the fifty tracebacks say one thing fifty times. `FailureGroups` holds each
+section until it ends, names its cause, and decides every line of it:
+
+- the cause (`cause_of`): the failure's message with the words it shares with a parametrised test's parameters,
+  numbers, hex, quoted values and paths made generic, and the innermost frame in the project's
+  own code (a library's frames do not count; when it is in the test's own file, the file without the line, so
+  that the same assertion failing in many tests of one file is one cause);
+- the first failure of a cause keeps its first lines (the test id), its reasons, every line the rule keeps or the
+  engine's diagnostics flag, and, within the traceback budget, the frames at both ends of the project's part of the
+  stack (the test's own and the one that raised) with their code pointers and caret lines, and the head of its
+  captured output; its other lines go with the engine's usual gap markers (count and raw line range);
+- every later failure of the cause keeps its first lines, its message line, its reasons (`reason_lines` of them)
+  and every line the rule keeps, plus diagnostics that its first failure did not already show; the rest is cut
+  without a marker per failure, and one note after each run of them names the first failure, the count, the
+  lines cut and the raw line range, so that `get_episode(id, start_line, end_line)` pages exactly there.
+
+Budgets: `failures.budget` counts the traceback lines kept over all first failures (never more than the rule's
+own budget lines, where one is set). The failures operation spends first: every line it keeps counts against the
+rule's budget (`[rule.budget]`, or the global one) before anything else, and that budget cuts only the lines
+outside failure reports (passing tests, progress, headers), tier by tier. Every marker, the engine's and these
+notes, reads `N lines cut (what), raw lines A-B`.
+
+The module decides; the pipeline (`pipeline.py`) holds the lines, applies the verdicts and writes. Lines are
+opaque items with `line` (the raw bytes), `lineno` and `repeats` (identical consecutive raw lines folded into
+one).
+"""
+
+from __future__ import annotations
+
+import re
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+    from codeoid.compressors.rules import Failures
+
+# RELEASE: no failure after all (no reason, no message: a passing test's `=== RUN` block, jest's console output);
+# the line goes through the rule's other operations.
+KEEP, OMIT, CUT, DROP, RELEASE = range(5)
+# A report longer than this is decided as far as it has come and the rest of it goes through the usual rules:
+# the pipeline holds a report's lines until it ends, and this bounds that.
+MAX_SECTION_LINES = 2000
+MAX_SECTION_BYTES = 1 << 20
+# Causes remembered; past this a new cause is shown as a first failure but not remembered.
+MAX_CAUSES = 1024
+# Lines of a first failure remembered to tell its later failures' diagnostics apart.
+MAX_LEAD_LINES = 400
+# A run of at most this many trimmed lines inside a first failure is shown rather than marked: the marker would
+# cost as much.
+SMALL_GAP = 2
+
+_VARYING = re.compile(r"""
+    (?P<quoted>'[^'\n]*'|"[^"\n]*"|`[^`\n]*`)
+  | (?P<path>(?:[A-Za-z]:)?(?:[\w.~@+-]*[/\\])+[\w.@+-]+)
+  | (?P<hex>\b0x[0-9a-fA-F]+\b)
+  | (?P<number>(?<![\w.])-?\d+(?:\.\d+)*(?:e[+-]?\d+)?(?![\w]))
+""", re.X)
+# A line of only carets, tildes and bars under a code line: Python 3.11's `^^^^`, jest's `|    ^`.
+_CARETS = re.compile(r"^[\s|~^]*\^[\s|~^]*$")
+
+
+def cause_of(message: str, test: str = "") -> str:
+    """`message` with what differs between failures of one cause made generic: the words it shares with the
+    parameters in the test's id (`Unknown format: 10h36m` in `test_parse[10h36m-...]`), quoted values, paths,
+    hex and numbers."""
+    parameters = test[test.find("[") + 1:test.rfind("]")] if "[" in test and test.rstrip().endswith("]") else ""
+    if parameters:
+        words: list[str] = []
+        for word in message.split():
+            if word not in parameters:
+                words.append(word)
+            elif not words or words[-1] != "<param>":
+                words.append("<param>")
+        message = " ".join(words)
+    return _VARYING.sub(lambda found: f"<{found.lastgroup}>", message.strip())
+
+
+class _Cause:
+    __slots__ = ("first", "where", "texts")
+
+    def __init__(self, first: str, where: str, texts: set[str]) -> None:
+        self.first = first  # the test id of its first failure
+        self.where = where  # the frame that raised, as `path:line`, or "" when none is known
+        self.texts = texts
+
+
+class _Run:
+    """Consecutive later failures of one cause, for the note that follows them."""
+
+    __slots__ = ("cause", "failures", "cut", "first_line", "last_line")
+
+    def __init__(self, cause: _Cause) -> None:
+        self.cause = cause
+        self.failures = 0
+        self.cut = 0
+        self.first_line = 0
+        self.last_line = 0
+
+
+def _union(patterns: tuple[str, ...]) -> re.Pattern[str] | None:
+    return re.compile("|".join(f"(?:{pattern})" for pattern in patterns)) if patterns else None
+
+
+class FailureGroups:
+    """Feed every line with `feed`; `finish` at the end. Verdicts and notes go to the pipeline's callbacks.
+
+    `keep`, `diagnostic` and `drop` are the rule's own line tests (the rule's keep patterns, the engine's
+    diagnostics, the rule's drop patterns). `apply(line, verdict, text)` receives every held line's verdict
+    (KEEP; OMIT: trimmed, with a gap marker; CUT: counted by a note; DROP; RELEASE); `note(text, before)` asks for
+    a marker line before the held line `before`, or after everything so far when `before` is None.
+    """
+
+    def __init__(self, spec: Failures, *, keep: Callable[[str], bool], diagnostic: Callable[[str], bool],
+                 drop: Callable[[str], bool], apply: Callable[[Any, int, str], None],
+                 note: Callable[[str, Any], None]) -> None:
+        self.spec = spec
+        self._keep, self._diagnostic, self._drop = keep, diagnostic, drop
+        self._apply, self._note = apply, note
+        self._begin = re.compile(spec.begin) if spec.begin else None
+        self._start = re.compile(spec.start)
+        self._end = re.compile(spec.end) if spec.end else None
+        self._reason = _union(spec.reason)
+        self._message = re.compile(spec.message) if spec.message else None
+        self._frame = re.compile(spec.frame) if spec.frame else None
+        self._frame_after = re.compile(spec.frame_after) if spec.frame_after else None
+        self._pointer = _union(spec.pointer)
+        self._library = _union(spec.library)
+        self._captured = re.compile(spec.captured) if spec.captured else None
+        # A report is a failure once a line says why (a reason or the message); one that never does is given back.
+        self._evidence = _union((*spec.reason, *((spec.message,) if spec.message else ())))
+        self._failing = False
+        self._begun = self._begin is None
+        self._name = ""
+        self._lines: list[tuple[Any, str]] = []
+        self._open = False
+        self._held = 0  # bytes of the open report
+        self._causes: dict[tuple[str, str], _Cause] = {}
+        self._run: _Run | None = None
+        self._budget = spec.budget
+
+    def feed(self, line: Any, text: str) -> bool:
+        """Whether `line` belongs to a failure report (then it is held until its verdict)."""
+        if not self._begun:
+            if self._begin is not None and self._begin.search(text):
+                self._begun = True
+            return False
+        if self._end is not None and self._end.search(text):
+            self._close()
+            self._end_run(None)
+            return False
+        found = self._start.search(text)
+        if found is not None:
+            self._close()
+            self._open = True
+            self._name = next((group for group in found.groups() if group), text.strip())
+            self._lines = [(line, text)]
+            self._held = len(line.line)
+            self._failing = self._evidence is not None and self._evidence.search(text) is not None
+            return True
+        if not self._open:
+            self._end_run(None)
+            return False
+        self._lines.append((line, text))
+        self._held += len(line.line)
+        if not self._failing and self._evidence is not None and self._evidence.search(text) is not None:
+            self._failing = True
+        if len(self._lines) >= MAX_SECTION_LINES or self._held >= MAX_SECTION_BYTES:
+            self._close()
+        return True
+
+    def finish(self, closing: Any = None) -> None:
+        """The output ended: decide the open report (`closing`, the output's last line, is always kept)."""
+        self._close(closing)
+        self._end_run(None)
+
+    # -- deciding a report -----------------------------------------------------------------------------------------
+
+    def _close(self, closing: Any = None) -> None:
+        if not self._open:
+            return
+        self._open = False
+        lines, self._lines = self._lines, []
+        if not self._failing:
+            for line, text in lines:
+                self._apply(line, RELEASE, text)
+            return
+        texts = [text for _, text in lines]
+        message_at, message = self._message_of(texts)
+        frames = self._frames(texts)
+        project = [frame for frame in frames if not self._is_library(frame[1])]
+        innermost = outermost = None
+        if project:
+            innermost, outermost = (project[0], project[-1]) if self.spec.innermost_first else (project[-1],
+                                                                                                 project[0])
+        where = ""
+        if innermost is not None and outermost is not None:
+            # Raised in the test's own file: the line differs from test to test, the cause need not.
+            where = innermost[1] if innermost[1] == outermost[1] else f"{innermost[1]}:{innermost[2]}"
+        key = (cause_of(message, self._name), where)
+        cause = self._causes.get(key)
+        spent = None
+        if cause is None:
+            verdicts = self._first_of_cause(texts, frames, {innermost, outermost} - {None}, message_at)
+            self._end_run(lines[0][0])
+            if CUT in verdicts:
+                spent = [line for (line, _), verdict in zip(lines, verdicts, strict=True)
+                         if verdict == CUT and line is not closing]
+            if len(self._causes) < MAX_CAUSES:
+                kept = {text for text, verdict in zip(texts, verdicts, strict=True) if verdict == KEEP}
+                self._causes[key] = _Cause(self._name, where, set(list(kept)[:MAX_LEAD_LINES]))
+        else:
+            verdicts = self._later_of_cause(texts, cause, message_at)
+            run = self._run
+            if run is None or run.cause is not cause:
+                self._end_run(lines[0][0])
+                run = self._run = _Run(cause)
+            run.failures += 1
+            for (line, _), verdict in zip(lines, verdicts, strict=True):
+                if verdict == CUT and line is not closing:
+                    run.cut += 1 + line.repeats
+                    run.first_line = run.first_line or line.lineno
+                    run.last_line = line.lineno + line.repeats
+        for (line, text), verdict in zip(lines, verdicts, strict=True):
+            self._apply(line, KEEP if line is closing else verdict, text)
+        if spent:
+            cut = sum(1 + line.repeats for line in spent)
+            self._note(f"{cut} line{'s' if cut > 1 else ''} cut (traceback budget spent), "
+                       f"{_span(spent[0].lineno, spent[-1].lineno + spent[-1].repeats)}", None)
+
+    def _must_keep(self, index: int, text: str) -> bool:
+        return index < self.spec.head or self._keep(text)
+
+    def _first_of_cause(self, texts: list[str], frames: list[tuple[int, str, str, bool]],
+                        chosen: set[Any], message_at: int | None) -> list[int]:
+        spec = self.spec
+        verdicts = [OMIT] * len(texts)
+        reasons = 0
+        for index, text in enumerate(texts):
+            if self._must_keep(index, text) or self._diagnostic(text):
+                verdicts[index] = KEEP
+            elif self._reason is not None and self._reason.search(text) and reasons < spec.reason_lines:
+                reasons += 1
+                verdicts[index] = KEEP
+            elif self._drop(text):
+                verdicts[index] = DROP
+        starts = [frame[0] for frame in frames]
+        if message_at is not None:
+            # The message goes on to the next frame (unittest's list diff under its AssertionError).
+            following = min((start for start in starts if start > message_at), default=len(texts))
+            shown = 0
+            for index in range(message_at + 1, following):
+                if verdicts[index] == OMIT and shown < spec.reason_lines:
+                    verdicts[index] = KEEP
+                    shown += 1
+        if self._budget <= 0:
+            return [CUT if verdict == OMIT else verdict for verdict in verdicts]
+        detail = set()
+        # The frames at both ends of the project's part of the stack, with the code each points at.
+        for frame in frames:
+            if frame not in chosen:
+                continue
+            index, _, _, after = frame
+            detail.add(index)
+            if after:  # pytest's long form: the frame's code comes before its location line
+                previous = max((start for start in starts if start < index), default=0)
+                for pointer in (i for i in range(previous + 1, index) if self._is_pointer(texts[i])):
+                    detail.update(range(max(previous + 1, pointer - spec.frame_lines), pointer + 1))
+            else:
+                following = min((start for start in starts if start > index), default=len(texts))
+                detail.update(range(index + 1, min(index + 1 + spec.frame_lines, following)))
+                detail.update(i for i in range(index + 1, following) if self._is_pointer(texts[i]))
+        # Code pointers before the stack (jest's code frame), unless they belong to its first frame.
+        if not frames or not frames[0][3]:
+            detail.update(i for i in range(starts[0] if starts else len(texts)) if self._is_pointer(texts[i]))
+        detail.update(self._captured_head(texts))
+        # The caret line under a kept code line.
+        for index in sorted(detail):
+            if index + 1 < len(texts) and _CARETS.match(texts[index + 1]):
+                detail.add(index + 1)
+        for index in sorted(detail):
+            if verdicts[index] == OMIT and self._budget > 0:
+                verdicts[index] = KEEP
+                self._budget -= 1
+        self._fill_small_gaps(verdicts)
+        return verdicts
+
+    def _later_of_cause(self, texts: list[str], cause: _Cause, message_at: int | None) -> list[int]:
+        verdicts = [CUT] * len(texts)
+        reasons = 0
+        for index, text in enumerate(texts):
+            if index == message_at:
+                verdicts[index] = KEEP
+                reasons += self._reason is not None and self._reason.search(text) is not None
+            elif self._must_keep(index, text):
+                verdicts[index] = KEEP
+            elif self._reason is not None and self._reason.search(text) and reasons < self.spec.reason_lines:
+                reasons += 1
+                verdicts[index] = KEEP
+            elif text not in cause.texts and self._diagnostic(text):
+                verdicts[index] = KEEP
+            elif self._drop(text):
+                verdicts[index] = DROP
+        return verdicts
+
+    def _fill_small_gaps(self, verdicts: list[int]) -> None:
+        index = 0
+        while index < len(verdicts):
+            if verdicts[index] != OMIT:
+                index += 1
+                continue
+            end = index
+            while end < len(verdicts) and verdicts[end] in (OMIT, DROP):
+                end += 1
+            omitted = [i for i in range(index, end) if verdicts[i] == OMIT]
+            if len(omitted) <= SMALL_GAP and self._budget >= len(omitted):
+                for i in omitted:
+                    verdicts[i] = KEEP
+                self._budget -= len(omitted)
+            index = end
+
+    def _captured_head(self, texts: list[str]) -> list[int]:
+        if self._captured is None:
+            return []
+        head: list[int] = []
+        shown = -1  # lines of the current captured block shown so far; -1: not in one
+        for index, text in enumerate(texts):
+            if self._captured.search(text):
+                head.append(index)
+                shown = 0
+            elif shown >= 0 and shown < self.spec.captured_lines:
+                head.append(index)
+                shown += 1
+        return head
+
+    # -- reading a report ------------------------------------------------------------------------------------------
+
+    def _frames(self, texts: list[str]) -> list[tuple[int, str, str, bool]]:
+        """(index, path, line, location comes after the code) for every frame location line."""
+        frames = []
+        for index, text in enumerate(texts):
+            for pattern, after in ((self._frame, False), (self._frame_after, True)):
+                if pattern is None:
+                    continue
+                found = pattern.search(text)
+                if found is not None:
+                    frames.append((index, found.group(1), found.group(2), after))
+                    break
+        return frames
+
+    def _message_of(self, texts: list[str]) -> tuple[int | None, str]:
+        """Where the cause's message is, and its text."""
+        if self._message is None:
+            return None, ""
+        order = range(len(texts) - 1, -1, -1) if self.spec.last_message else range(len(texts))
+        for index in order:
+            found = self._message.search(texts[index])
+            if found is not None:
+                return index, next((group for group in found.groups() if group), found.group(0))
+        return None, ""
+
+    def _is_library(self, path: str) -> bool:
+        return self._library is not None and self._library.search(path) is not None
+
+    def _is_pointer(self, text: str) -> bool:
+        return self._pointer is not None and self._pointer.search(text) is not None
+
+    def _end_run(self, before: Any) -> None:
+        run, self._run = self._run, None
+        if run is None or not run.cut:
+            return
+        where = f" ({run.cause.where})" if run.cause.where else ""
+        failures = f"{run.failures} more failure{'s' if run.failures > 1 else ''}"
+        # The engine's gap marker form: the count, what was cut, then the raw lines (their kept ids and reasons
+        # lie among them) where get_episode pages.
+        self._note(f"{run.cut} line{'s' if run.cut > 1 else ''} cut (the rest of {failures} with the cause of "
+                   f"{run.cause.first}{where}), {_span(run.first_line, run.last_line)}", before)
+
+
+def _span(first: int, last: int) -> str:
+    return f"raw line {first}" if first == last else f"raw lines {first}-{last}"

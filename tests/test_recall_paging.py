@@ -1,0 +1,242 @@
+"""Recall answers with compact hits and the model pages exact lines: the real `codeoid-mcp` over the SDK's stdio
+client (and the installed `codeoid` for the CLI's side), against a store filled through the capture API.
+
+A hit names its lines (`82:` matched, `81-` context); `get_episode(id, lines="a-b")` must return exactly those
+lines of the stored text, and a raw output's lines exactly as stored (bytes that are not UTF-8 as `\\xNN`).
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import executable
+from test_mcp_server import Memory, call, episode_ids, git_project, serve, shown_lines
+
+from codeoid.memory.matched_lines import matched_lines
+from codeoid.store import queries, raw
+
+HIT_LINE = re.compile(r"^(\d+)([:-]) (.*)$")
+CLIPPED = re.compile(r"… \[\+[\d,]+ bytes\]$")
+RAW_STDOUT = b"".join(b"zeppelin hangar \xff\xfe door log\n" if n == 7
+                     else f"raw line {n} ballast {'é' if n % 3 else '日本'}\n".encode() for n in range(1, 1201))
+
+
+@pytest.fixture
+def memory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Memory:
+    home = tmp_path / "codeoid-home"
+    monkeypatch.setenv("CODEOID_HOME", str(home))
+    found = Memory(home, git_project(tmp_path / "project"))
+    yield found  # type: ignore[misc]
+    found.db.close()
+
+
+def five_long_hits(memory: Memory) -> dict[str, int]:
+    """Five matching episodes of every shape, all long, and one that does not match."""
+    owner = memory.backing("bs-1")
+    source = memory.project / "airship.py"
+    source.write_text("".join(("BALLAST_KG = 420  # tuned for the zeppelin\n" if n == 321 else f"x_{n} = {n}\n")
+                              for n in range(1, 501)))
+    raw.store_raw_output(memory.db, "raw-toolu_diff", command="git diff", stdout=RAW_STDOUT, exit_status=0,
+                         tool_use_id="toolu_diff", session_id=owner.session_id, workspace_id=owner.workspace_id)
+    compressed = "\n".join([*(f"+kept line {n}" for n in range(1, 40)), "+zeppelin hangar door log",
+                            "[codeoid] raw output raw-toolu_diff: rule git-diff: 1,159 of 1,200 lines removed"])
+    return {
+        "prompt": memory.user(owner, "Why do the zeppelins lose ballast overnight?"),
+        "answer": memory.assistant(owner, "\n".join(
+            ("The ballast valve leaks — déjà vu, 日本語 notes included." if n == 17 else f"Reasoning step {n}.")
+            for n in range(1, 31))),
+        "diff": memory.bash(owner, "git diff", compressed, raw_output_id="raw-toolu_diff"),
+        "read": memory.read(owner, source),
+        "tests": memory.bash(owner, "pytest -x", "\n".join(
+            ("FAILED test_zeppelin_ballast - AssertionError: " + "expected 420 got 0; " * 30) if n == 1500
+            else f"tests/test_{n}.py . [{n // 20}%]" for n in range(1, 2001))),
+        "unrelated": memory.assistant(owner, "Lunch is at noon."),
+    }
+
+
+def hit_blocks(text: str) -> dict[int, str]:
+    blocks = text.split("\n\n=== episode ")[1:]
+    return {int(block.split(" ", 1)[0]): block for block in blocks}
+
+
+def numbered(block: str) -> dict[int, str]:
+    """The numbered lines a hit shows: line number -> text as shown."""
+    return {int(found.group(1)): found.group(3) for line in block.split("\n")
+            if (found := HIT_LINE.match(line)) is not None}
+
+
+def runs(numbers: list[int]) -> list[tuple[int, int]]:
+    found: list[list[int]] = []
+    for number in sorted(numbers):
+        if found and number == found[-1][1] + 1:
+            found[-1][1] = number
+        else:
+            found.append([number, number])
+    return [(first, last) for first, last in found]
+
+
+def test_five_hits_fit_2k_tokens_name_their_lines_and_get_episode_returns_those_lines_exactly(memory: Memory) -> None:
+    ids = five_long_hits(memory)
+
+    recalled = call(memory, "recall", query="zeppelins ballast", limit=5)
+
+    assert not recalled.is_error, recalled
+    assert -(-len(recalled.text.encode()) // 3) <= 2_000  # tokens, estimated at three bytes a token
+    blocks = hit_blocks(recalled.text)
+    assert set(blocks) == set(ids.values()) - {ids["unrelated"]}
+    for block in blocks.values():
+        assert re.search(r"\d+ lines?, [\d,]+ bytes, ~[\d,]+ tokens", block.split("\n", 1)[0])
+    assert "1500: FAILED test_zeppelin_ballast" in blocks[ids["tests"]]  # "zeppelins" found it: stemmed
+    assert "321: BALLAST_KG = 420  # tuned for the zeppelin" in blocks[ids["read"]]
+    assert "17: The ballast valve leaks — déjà vu, 日本語 notes included." in blocks[ids["answer"]]
+    assert f"path: {memory.project / 'airship.py'}" in blocks[ids["read"]]
+    assert "command: git diff" in blocks[ids["diff"]]
+    raw_named = re.search(r"the exact stdout is raw output (raw-\S+): ([\d,]+) lines, ([\d,]+) bytes; page it with "
+                          r'get_episode\("raw-toolu_diff", lines="1-200"\)', blocks[ids["diff"]])
+    assert raw_named is not None, blocks[ids["diff"]]
+    assert raw_named.group(1) == "raw-toolu_diff" and raw_named.group(2) == "1,200"
+    assert raw_named.group(3) == f"{len(RAW_STDOUT):,}"
+
+    asked = []
+    for episode_id, block in blocks.items():
+        lines = numbered(block)
+        assert lines, block
+        asked += [(episode_id, first, last) for first, last in runs(list(lines))]
+    asked_raw = [(5, 9), (1199, 1200)]
+    pages = serve(memory, *[("get_episode", {"episode_id": episode_id, "lines": f"{first}-{last}"})
+                            for episode_id, first, last in asked],
+                  *[("get_episode", {"episode_id": "raw-toolu_diff", "lines": f"{first}-{last}"})
+                    for first, last in asked_raw])
+
+    for (episode_id, first, last), page in zip(asked, pages, strict=False):
+        text = queries.get_episode(memory.db, episode_id)["text"]  # type: ignore[index]
+        stored = text.split("\n")[:-1] if text.endswith("\n") else text.split("\n")  # a final newline ends a line
+        got = shown_lines(page.text)
+        assert [line.encode() for line in got] == [line.encode() for line in stored[first - 1:last]]
+        assert f"text: lines {first}-{last} of {len(stored)}" in page.text
+        for number, shown in numbered(blocks[episode_id]).items():
+            if first <= number <= last:
+                full = got[number - first]
+                assert shown == full or (CLIPPED.search(shown) and full.startswith(CLIPPED.sub("", shown)))
+    raw_lines = RAW_STDOUT.split(b"\n")
+    for (first, last), page in zip(asked_raw, pages[len(asked):], strict=True):
+        assert not page.is_error, page
+        expected = [line.decode("utf-8", "backslashreplace") for line in raw_lines[first - 1:last]]
+        assert shown_lines(page.text) == expected
+        assert f"lines {first}-{last} of 1200" in page.text
+    assert "zeppelin hangar \\xff\\xfe door log" in pages[len(asked)].text and "not UTF-8" in pages[len(asked)].text
+
+
+def test_a_bigger_budget_shows_more_and_the_output_cap_still_holds(memory: Memory) -> None:
+    owner = memory.backing("bs-1")
+    for number in range(16):
+        memory.bash(owner, f"grep -rn albatross part{number}", "\n".join(
+            f"part{number}/file_{line}.py:{line}: albatross = {line}  # " + "y" * 150 for line in range(1, 60)))
+
+    default, bigger, capped = serve(
+        memory, ("recall", {"query": "albatross", "limit": 16}),
+        ("recall", {"query": "albatross", "limit": 16, "budget_tokens": 4000}),
+        ("recall", {"query": "albatross", "limit": 16, "budget_tokens": 100_000}),
+        env={"MAX_MCP_OUTPUT_TOKENS": "5000"})
+
+    assert len(default.text.encode()) <= 1_800 * 3 < len(bigger.text.encode()) <= 5_000 * 3
+    assert len(capped.text.encode()) <= 5_000 * 3
+    assert "more hits did not fit the answer budget" in default.text and "budget_tokens=" in default.text
+    assert len(episode_ids(default.text)) < len(episode_ids(bigger.text)) <= len(episode_ids(capped.text)) == 16
+    assert len(re.findall(r"^\d+: ", bigger.text, re.MULTILINE)) > len(re.findall(r"^\d+: ", default.text,
+                                                                                   re.MULTILINE))
+
+
+def test_get_episode_lines_are_checked_with_clear_errors(memory: Memory) -> None:
+    short = str(memory.assistant(memory.backing("bs-1"), "one\ntwo\nthree"))
+
+    one, number, to_end, words, zero, backwards, both, past = serve(
+        memory,
+        ("get_episode", {"episode_id": short, "lines": "2"}),
+        ("get_episode", {"episode_id": short, "lines": 3}),
+        ("get_episode", {"episode_id": short, "lines": " 2- "}),
+        ("get_episode", {"episode_id": short, "lines": "two to three"}),
+        ("get_episode", {"episode_id": short, "lines": "0-2"}),
+        ("get_episode", {"episode_id": short, "lines": "3-2"}),
+        ("get_episode", {"episode_id": short, "lines": "1-2", "start_line": 1}),
+        ("get_episode", {"episode_id": short, "lines": "9-12"}),
+    )
+
+    assert shown_lines(one.text) == ["two"] and shown_lines(to_end.text) == ["two", "three"]
+    assert shown_lines(number.text) == ["three"]
+    assert words.is_error and "lines='two to three' is not a line range" in words.text and '"82-120"' in words.text
+    assert zero.is_error and "lines are numbered from 1" in zero.text
+    assert backwards.is_error and "the last line (2) is before the first (3)" in backwards.text
+    assert both.is_error and "either lines='1-2' or start_line/end_line" in both.text
+    assert past.is_error and "has 3 lines; start_line 9 is past the end" in past.text
+    for result in (words, zero, backwards, both, past):
+        assert "Traceback" not in result.text
+
+
+def test_recall_file_pages_by_the_files_own_line_numbers(memory: Memory) -> None:
+    owner = memory.backing("bs-1")
+    notes = memory.project / "notes.txt"
+    notes.write_text("".join(f"note {number}\n" for number in range(1, 101)))
+    memory.read(owner, notes, offset=10, limit=20)
+
+    inside, before, after = serve(memory, ("recall_file", {"path": "notes.txt", "lines": "12-14"}),
+                                  ("recall_file", {"path": "notes.txt", "lines": "3-5"}),
+                                  ("recall_file", {"path": "notes.txt", "lines": "40-"}))
+
+    assert shown_lines(inside.text) == ["note 12", "note 13", "note 14"]
+    assert "Line 12 of the file comes first below." in inside.text
+    assert before.is_error and "begins at line 10; line 3 was not read" in before.text
+    assert after.is_error and "holds lines 10-29; line 40 is past its end" in after.text
+
+
+def test_recall_file_cut_at_the_output_limit_names_the_next_lines_in_file_numbers(memory: Memory) -> None:
+    owner = memory.backing("bs-1")
+    log = memory.project / "big.log"
+    log.write_text("".join(f"entry {number} " + "z" * 60 + "\n" for number in range(1, 3001)))
+    memory.read(owner, log, offset=101, limit=2500)
+
+    first = call(memory, "recall_file", env={"MAX_MCP_OUTPUT_TOKENS": "2000"}, path="big.log")
+    pointer = re.search(r'next: recall_file\("big.log", lines="(\d+)-2600"\)', first.text)
+    assert pointer is not None, first.text[-300:]
+    following = call(memory, "recall_file", env={"MAX_MCP_OUTPUT_TOKENS": "2000"}, path="big.log",
+                     lines=f"{pointer.group(1)}-{pointer.group(1)}")
+
+    assert shown_lines(first.text)[0].startswith("entry 101 ")
+    assert shown_lines(following.text) == [f"entry {pointer.group(1)} " + "z" * 60]
+
+
+def test_lines_found_by_meaning_alone_are_the_matched_chunks() -> None:
+    text = "\n".join(f"step {number}" for number in range(1, 101))
+
+    by_words = matched_lines(text, "steps 42", most=3)
+    by_meaning = matched_lines(text, "unrelated words", chunk=(40, 60), most=4)
+    by_nothing = matched_lines(text, "unrelated words", most=2)
+
+    assert by_words.how == "words" and by_words.numbers[0] == 42 and len(by_words.numbers) == 3
+    assert by_meaning.how == "meaning" and by_meaning.numbers == (40, 41, 42, 43)
+    assert by_nothing.how == "start" and by_nothing.numbers == (1, 2)
+
+
+def test_codeoid_search_prints_the_same_hits_and_show_lines_pages_exactly(memory: Memory) -> None:
+    ids = five_long_hits(memory)
+
+    searched = subprocess.run([executable("codeoid"), "search", "zeppelins ballast", "--limit", "5"],
+                              capture_output=True, text=True, cwd=memory.project, check=True)
+    lines = subprocess.run([executable("codeoid"), "show", str(ids["tests"]), "--lines", "1499-1500"],
+                           capture_output=True, cwd=memory.project, check=True)
+    raw_bytes = subprocess.run([executable("codeoid"), "show", "raw-toolu_diff", "--lines", "7"],
+                               capture_output=True, cwd=memory.project, check=True)
+    bad = subprocess.run([executable("codeoid"), "show", "raw-toolu_diff", "--lines", "7-x"],
+                         capture_output=True, text=True, cwd=memory.project)
+
+    assert set(episode_ids(searched.stdout)) == set(ids.values()) - {ids["unrelated"]}
+    assert "1500: FAILED test_zeppelin_ballast" in searched.stdout
+    assert f"best: codeoid show {ids['tests']} --lines 1499-1501" in searched.stdout
+    assert "page it with codeoid show raw-toolu_diff --lines 1-200" in searched.stdout
+    assert lines.stdout == b"tests/test_1499.py . [74%]\nFAILED test_zeppelin_ballast - AssertionError: " + (
+        b"expected 420 got 0; " * 30) + b"\n"
+    assert raw_bytes.stdout == b"zeppelin hangar \xff\xfe door log\n"
+    assert bad.returncode != 0 and "is not a line range" in bad.stderr
