@@ -161,6 +161,7 @@ def test_four_concurrent_writer_processes_lose_nothing(home: Path) -> None:
         chunks = [Chunk(writer * 1000 + i, 0, 1, 1, f"writer {writer} episode {i}: ran the tests, {i % 7} failed")
                   for i in range(120)]
         default_embedder().embed(["load the model before the race starts"])
+        open(sys.argv[2] + f".ready-{writer}", "w").close()
         while not os.path.exists(sys.argv[2]):
             time.sleep(0.01)
         for start in range(0, len(chunks), 10):
@@ -168,7 +169,11 @@ def test_four_concurrent_writer_processes_lose_nothing(home: Path) -> None:
     """
     writers = [subprocess.Popen([sys.executable, "-c", textwrap.dedent(writer), str(n), str(go)],
                                 stderr=subprocess.PIPE, text=True) for n in range(4)]
-    time.sleep(1)
+    # Every writer has loaded its model and waits: the four start their writes together, on any machine.
+    def ready() -> bool:
+        return all((home / f"go.ready-{n}").exists() for n in range(4))
+    wait_until(lambda: ready() or any(process.poll() is not None for process in writers), timeout=300)
+    assert ready(), [process.communicate()[1] for process in writers if process.poll() is not None]
     go.touch()
     for process in writers:
         _, err = process.communicate(timeout=300)
@@ -219,8 +224,8 @@ def test_an_idle_server_stops_by_itself_and_the_next_client_starts_another(
     index.add_chunks(WORKSPACE, [Chunk(7, 0, 1, 2, "the release checklist lives in RELEASING.md")])
     first = chroma_server.running_server()
     assert first is not None
-    assert wait_until(lambda: not (home / "chroma-server" / "server.json").exists(), timeout=20)
-    assert wait_until(lambda: gone(first.chroma_pid) and gone(first.watchdog_pid), timeout=10)
+    assert wait_until(lambda: not (home / "chroma-server" / "server.json").exists(), timeout=120)
+    assert wait_until(lambda: gone(first.chroma_pid) and gone(first.watchdog_pid), timeout=60)
     assert not chroma_server.heartbeat(first.url)
     # The same long-lived client simply carries on: the data survived, on a new server.
     assert [hit.episode_id for hit in index.query("where is the release checklist?", WORKSPACE, n=1)] == [7]
@@ -240,11 +245,11 @@ def test_clients_refreshing_the_lease_keep_the_server_up(home: Path, monkeypatch
 def test_a_server_whose_watchdog_was_killed_is_replaced_not_doubled(home: Path) -> None:
     first = chroma_server.ensure_server()
     os.kill(first.watchdog_pid, signal.SIGKILL)
-    assert wait_until(lambda: gone(first.watchdog_pid), timeout=10)
+    assert wait_until(lambda: gone(first.watchdog_pid), timeout=60)
     # On Linux chroma follows its watchdog at once; elsewhere the next starter ends it before starting anew.
     second = chroma_server.ensure_server()
     assert second.watchdog_pid != first.watchdog_pid
-    assert wait_until(lambda: gone(first.chroma_pid), timeout=10)
+    assert wait_until(lambda: gone(first.chroma_pid), timeout=60)
     assert [p.pid for p in chroma_processes(home)] == [second.chroma_pid]
 
 

@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 from conftest import executable
 
@@ -198,17 +199,48 @@ def wait_for_sigterm_handler(pid: int, timeout: float = 30) -> None:
     raise AssertionError("the compressor never installed its signal handlers")
 
 
-def wait_until_read(pipe: Any, timeout: float = 30) -> None:
-    """Until the reader has taken every byte written into `pipe` (FIONREAD counts what is still in it)."""
+def wait_for_child(pid: int, name: str, timeout: float = 60) -> psutil.Process:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = [child for child in psutil.Process(pid).children() if child.name() == name]
+        if found:
+            return found[0]
+        time.sleep(0.05)
+    raise AssertionError(f"process {pid} never started {name!r}")
+
+
+def wait_until_read(pipe: Any, timeout: float = 60) -> None:
+    """Until the reader has taken every byte written into `pipe` (FIONREAD counts what is still in it).
+
+    Nothing more to wait for: the compressor learns of a signal only in its select loop, after it has used the
+    chunk it read, so a signal sent now finds every byte taken in."""
     deadline = time.monotonic() + timeout
     unread = array.array("i", [0])
     while time.monotonic() < deadline:
         fcntl.ioctl(pipe.fileno(), termios.FIONREAD, unread)
         if unread[0] == 0:
-            time.sleep(0.2)  # the read returned; let the relay take the chunk
             return
         time.sleep(0.05)
     raise AssertionError("the compressor never read its input")
+
+
+def wait_until_output_read(writer: psutil.Process, then: str, timeout: float = 60) -> None:
+    """Until `writer` (a shell whose stdout is the compressor's input pipe) has moved on to its child named `then`,
+    so what it printed before is all in the pipe, and the compressor has read all of it."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if any(child.name() == then for child in writer.children()):
+            # The pipe itself, opened anew through /proc: FIONREAD on it counts what is still unread.
+            fd = os.open(f"/proc/{writer.pid}/fd/1", os.O_RDONLY | os.O_NONBLOCK)
+            try:
+                unread = array.array("i", [0])
+                fcntl.ioctl(fd, termios.FIONREAD, unread)
+            finally:
+                os.close(fd)
+            if unread[0] == 0:
+                return
+        time.sleep(0.05)
+    raise AssertionError(f"the command never reached {then!r} with its output read")
 
 
 def terminated_after_reading(data: bytes, *args: str) -> tuple[bytes, int]:
@@ -221,7 +253,7 @@ def terminated_after_reading(data: bytes, *args: str) -> tuple[bytes, int]:
     wait_until_read(process.stdin)
     process.send_signal(signal.SIGTERM)
     out = process.stdout.read()
-    status = process.wait(timeout=10)
+    status = process.wait(timeout=60)
     process.stdin.close()
     return out, status
 
@@ -247,10 +279,11 @@ def test_sigint_while_running_a_command_stops_at_once(project: Path) -> None:
                                 "seq 1 50; sleep 30"],
                                stdout=subprocess.PIPE)
     wait_for_sigterm_handler(process.pid)
-    time.sleep(1)  # the command starts right after; its 50 lines are read at once
+    shell = wait_for_child(process.pid, "sh")
+    wait_until_output_read(shell, then="sleep")  # the 50 lines are printed and read, the command still runs
     process.send_signal(signal.SIGINT)
 
-    assert process.wait(timeout=10) == 128 + signal.SIGINT
+    assert process.wait(timeout=60) == 128 + signal.SIGINT
     assert process.stdout is not None and process.stdout.read() == seq_bytes(50)
 
 

@@ -305,13 +305,18 @@ def test_a_busy_store_costs_the_user_nothing_but_a_message_and_capturing_later_s
     turn = tmp_path / "turn.jsonl"
     ok = {"Ok": {"content": [{"type": "text", "text": RECALL_TEXT}]}}
     turn.write_text(jsonl(codex_turn("what did we store?", "call_1", "database", ok, "A database.")))
-    locked, hold = tmp_path / "locked", "import sqlite3, sys, time, pathlib\n" \
+    # The lock is held until the test releases it, not for a time a loaded machine could outlast or undercut.
+    locked, release, released = tmp_path / "locked", tmp_path / "release", tmp_path / "released"
+    hold = "import sqlite3, sys, time, pathlib\n" \
         "db = sqlite3.connect(sys.argv[1], isolation_level=None); db.execute('BEGIN IMMEDIATE')\n" \
-        "pathlib.Path(sys.argv[2]).touch(); time.sleep(3)\n"
+        "pathlib.Path(sys.argv[2]).touch()\n" \
+        "while not pathlib.Path(sys.argv[3]).exists(): time.sleep(0.05)\n" \
+        "db.execute('ROLLBACK'); db.close(); pathlib.Path(sys.argv[4]).touch()\n"
     (tmp_path / "hold.py").write_text(hold)
     # The user's codex run ends while something else (another hook, say) holds the store's write lock.
     stand_in_codex(agent_bins, f"{appends(turn)}\n"
-                               f'{sys.executable} {tmp_path / "hold.py"} {codeoid_home / "store.db"} {locked} &\n'
+                               f'{sys.executable} {tmp_path / "hold.py"} {codeoid_home / "store.db"} {locked} '
+                               f'{release} {released} &\n'
                                f'while [ ! -e {locked} ]; do sleep 0.05; done\nexit 0')
 
     result = CliRunner().invoke(cli, ["fork", "durable-1", "--backend", "codex", "--name", "f", "--print", "go"])
@@ -320,7 +325,11 @@ def test_a_busy_store_costs_the_user_nothing_but_a_message_and_capturing_later_s
     assert "codeoid could not store the fork's turns from codex" in result.output
     fork_id = forked_session_id("f")
     assert episodes(fork_id) == []
-    time.sleep(3)
+    release.touch()
+    deadline = time.monotonic() + 60
+    while not released.exists():
+        assert time.monotonic() < deadline, "the lock holder never let go"
+        time.sleep(0.05)
     assert "Stored 3 new episodes" in capture("f")
     assert [row[1] for row in episodes(fork_id)] == ["user", "tool", "assistant"]
 

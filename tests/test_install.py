@@ -639,7 +639,7 @@ def _launch(script: str, root: Path, *args: str) -> subprocess.CompletedProcess[
         input='{"session_id": "s"}',
         capture_output=True,
         text=True,
-        timeout=10,
+        timeout=60,
         env={"PATH": "/usr/bin:/bin", "CLAUDE_PLUGIN_ROOT": str(root)},
     )
 

@@ -241,7 +241,7 @@ def test_chroma_down_recall_says_bm25_only_and_indexing_catches_up_when_it_retur
             assert VectorIndex(store=identity.store_id(memory.db), url=url).count(workspace_of(memory)) > 0
         finally:
             server.terminate()
-            server.wait(timeout=15)
+            server.wait(timeout=60)
     finally:
         stop.set()
         runner.join(timeout=30)

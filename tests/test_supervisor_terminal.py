@@ -27,8 +27,8 @@ signal.signal(signal.SIGWINCH, lambda *_: os.write(1, size()))
 with open(os.environ["FAKE_CLAUDE_LOG"], "w") as log:
     json.dump({"pid": os.getpid(), "argv": sys.argv[1:], "session": os.environ.get("CODEOID_SESSION_ID"),
                "run_dir": os.environ.get("CODEOID_RUN_DIR")}, log)
+tty.setraw(0)  # before the first SIZE line: a test that has seen it may send Ctrl-C, which must arrive as a key
 os.write(1, size())
-tty.setraw(0)
 while True:
     key = os.read(0, 1)
     if key == b"q":
@@ -54,7 +54,7 @@ def _supervise(tmp_path: Path) -> tuple[Terminal, Path]:
 def test_keys_resizes_and_the_exit_code_pass_through(tmp_path: Path) -> None:
     term, log = _supervise(tmp_path)
     try:
-        term.wait_for("SIZE 40x120", timeout=20)
+        term.wait_for("SIZE 40x120", timeout=60)
         term.resize(30, 100)
         term.wait_for("SIZE 30x100")
         term.write(b"\x03\x1b")  # Ctrl-C and Esc are the child's to interpret, not the supervisor's
@@ -78,7 +78,7 @@ def test_sigterm_ends_the_supervisor_and_its_claude(tmp_path: Path) -> None:
 
     term, log = _supervise(tmp_path)
     try:
-        term.wait_for("SIZE 40x120", timeout=20)
+        term.wait_for("SIZE 40x120", timeout=60)
         term.signal(signal.SIGTERM)
         assert term.wait_exit(20) == 128 + signal.SIGTERM
     finally:
