@@ -65,8 +65,8 @@ def _bash_language() -> tree_sitter.Language:
 
         return _TREE_SITTER.Language(tree_sitter_bash.language())
     binding = spec.loader.create_module(spec)
-    spec.loader.exec_module(binding)  # type: ignore[arg-type]
-    return _TREE_SITTER.Language(binding.language())  # type: ignore[union-attr]
+    spec.loader.exec_module(binding)
+    return _TREE_SITTER.Language(binding.language())
 
 
 PARSER = _TREE_SITTER.Parser(_bash_language())
