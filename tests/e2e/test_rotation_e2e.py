@@ -10,6 +10,7 @@ import json
 import sqlite3
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -173,14 +174,26 @@ def test_fewer_than_5_prompts_since_the_last_rotation_never_rotate(rig: ClaudeRi
 def test_a_subagent_reporting_huge_usage_causes_no_rotation(rig: ClaudeRig) -> None:
     rig.install_codeoid()
     agent = ToolUse("Agent", {"description": "survey", "prompt": "read everything", "run_in_background": False})
-    rig.api.add_subagent(filled("the subagent read a lot", 199_000))
+    # Claude Code runs the agent in the background and reports its end as a turn of its own, which nobody typed.
+    # When the agent ends before the main turn's next request, Claude Code folds the report into that request
+    # instead (seen under load), so the agent answers only once the main turn has gone on without it.
+    main_went_on = threading.Event()
+
+    def subagent_after_the_main_turn(body: dict[str, Any]) -> Reply:
+        main_went_on.wait(timeout=300)
+        return filled("the subagent read a lot", 199_000)
+
+    def main_goes_on(body: dict[str, Any]) -> Reply:
+        main_went_on.set()
+        return small("r5 after the agent", 31_000)
+
+    rig.api.add_subagent(subagent_after_the_main_turn)
     term = rig.supervise(env=AUTO)
     ready(rig, term)
 
     for n in range(1, 5):
         turn(rig, term, f"p{n}", small(f"r{n}"))
-    # Claude Code runs the agent in the background and reports its end as a turn of its own, which nobody typed.
-    rig.api.add(Reply([agent], usage=Usage(input_tokens=30_000)), small("r5 after the agent", 31_000),
+    rig.api.add(Reply([agent], usage=Usage(input_tokens=30_000)), main_goes_on,
                 small("r5 the survey is back", 31_500))
     term.type_line("p5")
     term.wait_for("r5 the survey is back", timeout=60)
