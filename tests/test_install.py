@@ -690,7 +690,9 @@ def test_the_repository_is_a_marketplace_that_claude_adds_and_installs_codeoid_f
            "CLAUDE_CODE_DISABLE_OFFICIAL_MARKETPLACE_AUTOINSTALL": "1"}
 
     def run(*args: str) -> str:
-        done = subprocess.run([claude, "plugin", *args], capture_output=True, text=True, timeout=120, env=env)
+        # `plugin install` copies the whole directory, a checkout's .venv and .tools included (2 GB here): about
+        # a minute alone, past two minutes beside another suite, so the deadline is generous.
+        done = subprocess.run([claude, "plugin", *args], capture_output=True, text=True, timeout=600, env=env)
         assert done.returncode == 0, done.stdout + done.stderr
         return done.stdout
 
