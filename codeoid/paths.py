@@ -11,6 +11,7 @@ alone (with the `urllib` and `ipaddress` it pulls in) would cost a hook several 
 from __future__ import annotations
 
 import os
+import time
 
 DIR_MODE = 0o700
 FILE_MODE = 0o600
@@ -92,8 +93,9 @@ def write_private(path: str, data: bytes) -> None:
     the old bytes or the new ones, never half of them, and never a file wider than 0600.
     """
     ensure_private_dir(os.path.dirname(path) or ".")
-    temporary = f"{path}.{os.getpid()}.tmp"
-    fd = open_private(temporary, os.O_CREAT | os.O_WRONLY | os.O_TRUNC)
+    # Unique per write, not only per process: two threads of one process may replace the same file at once.
+    temporary = f"{path}.{os.getpid()}.{time.monotonic_ns()}.tmp"
+    fd = open_private(temporary, os.O_CREAT | os.O_WRONLY | os.O_EXCL)
     try:
         with os.fdopen(fd, "wb") as file:
             file.write(data)

@@ -64,18 +64,7 @@ def read(run_dir: str, name: str) -> dict[str, Any] | None:
 def write(run_dir: str, name: str, value: dict[str, Any]) -> str:
     """Replace `name` with `value` in one rename."""
     path = os.path.join(run_dir, name)
-    temporary = f"{path}.{os.getpid()}.{time.monotonic_ns()}.tmp"
-    fd = paths.open_private(temporary, os.O_CREAT | os.O_WRONLY | os.O_EXCL)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as file:
-            json.dump(value, file, ensure_ascii=False)
-        os.replace(temporary, path)
-    except BaseException:
-        try:
-            os.unlink(temporary)
-        except OSError:
-            pass
-        raise
+    paths.write_private(path, json.dumps(value, ensure_ascii=False).encode("utf-8"))
     return path
 
 
