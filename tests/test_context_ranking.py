@@ -15,7 +15,7 @@ import pytest
 
 from codeoid import paths
 from codeoid.memory import corpus_stats
-from codeoid.memory.ranking import DenseCandidates, LexicalCandidates, RecallWeights, fuse_z, query_roles
+from codeoid.memory.ranking import DenseCandidates, LexicalCandidates, RecallWeights, fuse_z, query_dates, query_roles
 from codeoid.store import capture, context_index, db, queries, retraction
 from codeoid.workspace import identify
 
@@ -186,3 +186,22 @@ def test_role_cues_name_whose_turn_a_question_wants() -> None:
     fused = fuse_z(lexical, DenseCandidates({}), created_at={}, paths={}, kinds={1: "user", 2: "assistant"},
                    query="what did you recommend", weights=RecallWeights(dense=0.0, recency=0.0, role=0.5), now=0.0)
     assert fused[0][0] == 2
+
+
+def test_a_question_naming_a_day_puts_that_days_turn_first() -> None:
+    assert query_dates("what did we decide on May 13 about the cache?") == {(5, 13)}
+    assert query_dates("the 2nd of November, and 2018-05-13") == {(11, 2), (5, 13)}
+    assert query_dates("may I ask why 2 married couples left?") == set()
+    # Two turns about the hiking trip; the one of May 2 matches the words a little better.
+    may_2, may_13 = 1525262400.0, 1526212800.0  # 2018-05-02 and 2018-05-13, noon UTC
+    lexical = LexicalCandidates({1: 3.0, 2: 2.95}, total=5.95, squares=17.7025, corpus=500, cut=False)
+    dense = DenseCandidates({1: 0.50, 2: 0.48}, centre=0.2, spread=0.1)
+    asked = "what did we say about the hiking trip on May 13?"
+    for weights, first in ((RecallWeights(recency=0.0, date=0.0), 1), (RecallWeights(recency=0.0, date=1.0), 2)):
+        fused = fuse_z(lexical, dense, created_at={1: may_2, 2: may_13}, paths={}, kinds={}, query=asked,
+                       weights=weights, now=may_13)
+        assert fused[0][0] == first
+    plain = fuse_z(lexical, dense, created_at={1: may_2, 2: may_13}, paths={}, kinds={},
+                   query="what did we say about the hiking trip?", weights=RecallWeights(recency=0.0, date=1.0),
+                   now=may_13)
+    assert plain[0][0] == 1  # no day named, no bonus

@@ -68,6 +68,29 @@ def load_questions(path: Path = HERE / "questions.jsonl") -> list[dict[str, Any]
         return [json.loads(line) for line in lines]
 
 
+def fresh_environment(home: Path) -> None:
+    """Point codeoid at a new data dir and drop every setting that would change what is measured."""
+    os.environ["CODEOID_HOME"] = str(home)
+    for name in ("CODEOID_CHROMA_URL", "CODEOID_VECTOR", *(f"CODEOID_RECALL_{f.name.upper()}"
+                                                           for f in dataclasses.fields(RecallWeights))):
+        os.environ.pop(name, None)
+
+
+def index_store(db: sqlite3.Connection) -> None:
+    """What the memory service does for a new store: FTS and neighbour rows, then every episode embedded by the
+    shipped model into the data dir's own `chroma run` (started here; the caller stops it)."""
+    from codeoid.memory import chroma_server
+    from codeoid.memory.indexer import Indexer
+
+    started = time.perf_counter()
+    queries.catch_up_fts(db)
+    print(f"FTS and neighbour index built in {time.perf_counter() - started:.1f} s", flush=True)
+    chroma_server.ensure_server()
+    started = time.perf_counter()
+    Indexer(db).catch_up()
+    print(f"vectors indexed in {time.perf_counter() - started:.0f} s", flush=True)
+
+
 def fill_store(memory: Any, episodes: Sequence[dict[str, Any]], *, now: float) -> dict[str, int]:
     """Store the episodes through the capture API (one backing session per corpus session), dated so the
     newest ends an hour before `now`; return the store id of each episode key."""
@@ -256,10 +279,7 @@ def main() -> None:
         report_tuning(tuning, heldout, cached, state["ids"], state["now"])
         return
     with tempfile.TemporaryDirectory() as scratch:
-        os.environ["CODEOID_HOME"] = os.path.join(scratch, "home")
-        for name in ("CODEOID_CHROMA_URL", "CODEOID_VECTOR", *(f"CODEOID_RECALL_{f.name.upper()}"
-                                                               for f in dataclasses.fields(RecallWeights))):
-            os.environ.pop(name, None)
+        fresh_environment(Path(scratch) / "home")
         run(args, questions, tuning, heldout, scratch)
 
 
@@ -268,7 +288,6 @@ def run(args: argparse.Namespace, questions: list[dict[str, Any]], tuning: list[
     from test_mcp_server import Memory, git_project
 
     from codeoid.memory import chroma_server
-    from codeoid.memory.indexer import Indexer
 
     episodes = load_corpus()
     memory = Memory(Path(os.environ["CODEOID_HOME"]), git_project(Path(scratch) / "project"))
@@ -276,12 +295,8 @@ def run(args: argparse.Namespace, questions: list[dict[str, Any]], tuning: list[
         now = time.time()
         started = time.perf_counter()
         ids = fill_store(memory, episodes, now=now)
-        queries.catch_up_fts(memory.db)
         print(f"stored {len(ids)} episodes in {time.perf_counter() - started:.0f} s", flush=True)
-        chroma_server.ensure_server()
-        started = time.perf_counter()
-        Indexer(memory.db).catch_up()
-        print(f"indexed in {time.perf_counter() - started:.0f} s", flush=True)
+        index_store(memory.db)
         workspace_id = queries.workspace_id_for(memory.db, str(memory.project))
         assert workspace_id is not None
         db = memory.db

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import gzip
 import itertools
 import json
 import os
@@ -64,10 +63,8 @@ def _key(columns: Sequence[float]) -> str:
 def load_set(name: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     if name == "code":
         return evaluate.load_corpus(), evaluate.load_questions()
-    with gzip.open(HERE / "conversations" / "corpus.jsonl.gz", "rt") as lines:
-        episodes = [json.loads(line) for line in lines]
-    with open(HERE / "conversations" / "questions.jsonl") as lines:
-        return episodes, [json.loads(line) for line in lines]
+    return (evaluate.load_corpus(HERE / "conversations" / "corpus.jsonl.gz"),
+            evaluate.load_questions(HERE / "conversations" / "questions.jsonl"))
 
 
 def fill_chat(memory: Any, episodes: Sequence[dict[str, Any]], scratch: Path, *, now: float
@@ -167,10 +164,7 @@ def run(args: argparse.Namespace) -> None:
 
     episodes, questions = load_set(args.set)
     with tempfile.TemporaryDirectory() as scratch:
-        os.environ["CODEOID_HOME"] = os.path.join(scratch, "home")
-        for name in ("CODEOID_CHROMA_URL", "CODEOID_VECTOR", *(f"CODEOID_RECALL_{f.name.upper()}"
-                                                               for f in dataclasses.fields(RecallWeights))):
-            os.environ.pop(name, None)
+        evaluate.fresh_environment(Path(scratch) / "home")
         memory = Memory(Path(os.environ["CODEOID_HOME"]), git_project(Path(scratch) / "project"))
         try:
             now = time.time()
@@ -222,16 +216,7 @@ def resume(args: argparse.Namespace) -> None:
 
 def index_and_collect(db: Any, args: argparse.Namespace, questions: list[dict[str, Any]], ids: dict[str, int],
                       workspace_of: dict[str, int], now: float) -> None:
-    from codeoid.memory import chroma_server
-    from codeoid.memory.indexer import Indexer
-
-    started = time.perf_counter()
-    queries.catch_up_fts(db)
-    print(f"FTS and neighbour index built in {time.perf_counter() - started:.1f} s", flush=True)
-    chroma_server.ensure_server()
-    started = time.perf_counter()
-    Indexer(db).catch_up()
-    print(f"vectors indexed in {time.perf_counter() - started:.0f} s", flush=True)
+    evaluate.index_store(db)
     started = time.perf_counter()
     candidates = {q["id"]: collect(db, workspace_of[q["id"]], q["question"]) for q in questions}
     print(f"candidates collected in {time.perf_counter() - started:.0f} s", flush=True)

@@ -36,6 +36,7 @@ class RecallWeights:
     rrf_k: float = 10.0
     candidates: int = 50  # taken from each signal before fusing
     role: float = 0.0  # z-score fusion: bonus for an episode of the role the query names ("you said", "the output")
+    date: float = 0.0  # bonus for an episode of the day the query names ("on May 13", "2018-05-13"), in UTC
     zscore: int = 1  # 1: `fuse_z`; 0: reciprocal rank fusion (`fuse`)
     # BM25 column weights over an episode and its session neighbours (`codeoid.store.context_index`): the episode
     # itself four times its nearest neighbours, or a long failing run loses to the short turn after it that
@@ -87,6 +88,41 @@ def path_overlap(wanted: Sequence[str], touched: Iterable[str]) -> float:
     return hits / len(wanted)
 
 
+_MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
+_MONTH = (r"(january|february|march|april|may|june|july|august|september|october|november|december"
+          r"|jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec)\b\.?")
+_DAY = r"(\d{1,2})(?:st|nd|rd|th)?"
+_DATES = (
+    (re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b"), lambda m: (int(m[2]), int(m[3]))),
+    (re.compile(rf"\b{_MONTH}\s+{_DAY}\b", re.IGNORECASE), lambda m: (_month(m[1]), int(m[2]))),
+    (re.compile(rf"\b{_DAY}\s+(?:of\s+)?{_MONTH}", re.IGNORECASE), lambda m: (_month(m[2]), int(m[1]))),
+)
+
+
+def _month(name: str) -> int:
+    return _MONTHS.index(name.lower()[:3]) + 1
+
+
+def query_dates(query: str) -> set[tuple[int, int]]:
+    """The calendar days a query names, as (month, day): "on May 13", "13th of May", "2018-05-13". The year is
+    left out: people rarely say it, and a store seldom spans two years."""
+    found = set()
+    for pattern, day_of in _DATES:
+        for match in pattern.finditer(query):
+            month, day = day_of(match)
+            if 1 <= month <= 12 and 1 <= day <= 31:
+                found.add((month, day))
+    return found
+
+
+def on_named_day(created_at: float, days: set[tuple[int, int]]) -> bool:
+    """Whether the episode was stored on one of `days` (UTC, as the neighbour index's date prefix)."""
+    if not days:
+        return False
+    stamp = time.gmtime(created_at)
+    return (stamp.tm_mon, stamp.tm_mday) in days
+
+
 def fuse(bm25: Sequence[int], dense: Sequence[int], *, created_at: Mapping[int, float],
          paths: Mapping[int, Sequence[str]], query: str, weights: RecallWeights,
          now: float | None = None) -> list[tuple[int, float]]:
@@ -104,11 +140,13 @@ def fuse(bm25: Sequence[int], dense: Sequence[int], *, created_at: Mapping[int, 
         for rank, episode_id in enumerate(ranked, 1):
             scores[episode_id] = scores.get(episode_id, 0.0) + weight / (k + rank)
     wanted = query_paths(query)
+    days = query_dates(query) if weights.date else set()
     first = 1.0 / (k + 1)
     for episode_id in scores:
         age_days = max(0.0, now - created_at.get(episode_id, now)) / SECONDS_PER_DAY
         bonus = weights.recency * 0.5 ** (age_days / max(weights.recency_half_life_days, 1e-6))
         bonus += weights.path * path_overlap(wanted, paths.get(episode_id, ()))
+        bonus += weights.date * on_named_day(created_at.get(episode_id, now), days)
         scores[episode_id] += bonus * first
     return sorted(scores.items(), key=lambda item: (-item[1], -item[0]))
 
@@ -202,6 +240,7 @@ def fuse_z(lexical: LexicalCandidates, dense: DenseCandidates, *, created_at: Ma
         candidates.update(dict.fromkeys(dense.cosines))
     wanted = query_paths(query)
     roles = query_roles(query)
+    days = query_dates(query) if weights.date else set()
     fused = []
     for episode_id in candidates:
         score = 0.0
@@ -214,5 +253,6 @@ def fuse_z(lexical: LexicalCandidates, dense: DenseCandidates, *, created_at: Ma
         score += weights.path * path_overlap(wanted, paths.get(episode_id, ()))
         if kinds.get(episode_id) in roles:
             score += weights.role
+        score += weights.date * on_named_day(created_at.get(episode_id, now), days)
         fused.append((episode_id, score))
     return sorted(fused, key=lambda item: (-item[1], -item[0]))

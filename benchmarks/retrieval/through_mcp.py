@@ -1,0 +1,221 @@
+"""The harder conversational set (`people/`) measured the way a session meets it: episodes written by the capture
+API the hooks call, indexed by the memory service's own indexer into a real `chroma run`, and every question
+asked through the installed `codeoid-mcp` over stdio (the `mcp` SDK's client), which forwards to the memory
+service; the evidence is read off the episode ids in `recall`'s answer. No LLM anywhere.
+
+A configuration is a set of `CODEOID_RECALL_*` / `CODEOID_VECTOR` settings given to `codeoid-mcp`, which forwards
+them with each call (one service answers sessions started with different settings): `bm25` is
+`CODEOID_VECTOR=off` (the ranking recall gives when the vector index is down), `fused` the shipped defaults.
+Each person is one workspace (its own git project), so each gets its own `codeoid-mcp` started in that project.
+
+Evidence R@k: a question whose answer is one turn (or any of a few interchangeable ones) scores 1 when one of
+them is in the top k; a multi-hop question scores the share of its evidence turns in the top k (LoCoMo's
+evidence recall). MRR: 1 / the rank of the first evidence turn, over the top 10. 95% intervals: 1,000 bootstrap
+resamples over questions, seed 7; differences between configurations are paired.
+
+    .venv/bin/python benchmarks/retrieval/through_mcp.py prepare --home /tmp/people-home
+    .venv/bin/python benchmarks/retrieval/through_mcp.py ask --home /tmp/people-home --out runs.json \\
+        bm25:CODEOID_VECTOR=off fused: role1:CODEOID_RECALL_ROLE=1
+    .venv/bin/python benchmarks/retrieval/through_mcp.py report runs.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import re
+import statistics
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent.parent / "tests"))
+
+import evaluate  # noqa: E402
+
+PEOPLE = HERE / "people"
+DEPTH = 10
+_EPISODE = re.compile(r"^=== episode (\d+)", re.MULTILINE)
+
+
+def prepare(args: argparse.Namespace) -> None:
+    """Fill a fresh data dir through the capture API (each turn at its real time) and index it."""
+    from test_mcp_server import Memory, git_project
+
+    from codeoid.memory import chroma_server
+
+    evaluate.fresh_environment(args.home / "data")
+    episodes = evaluate.load_corpus(PEOPLE / "corpus.jsonl.gz")
+    projects = {group: git_project(args.home / f"person-{group}") for group in sorted({e["group"] for e in episodes})}
+    memory = Memory(args.home / "data", projects[0])
+    try:
+        owners: dict[str, Any] = {}
+        ids: dict[str, int] = {}
+        started = time.perf_counter()
+        for episode in episodes:
+            if episode["session"] not in owners:
+                memory.clock = episode["at"] - 1
+                owners[episode["session"]] = memory.backing(f"people-{episode['session']}",
+                                                            project=projects[episode["group"]])
+            memory.clock = max(memory.clock, episode["at"])
+            add = memory.user if episode["kind"] == "user" else memory.assistant
+            ids[episode["key"]] = add(owners[episode["session"]], episode["text"])
+        print(f"stored {len(ids)} turns in {time.perf_counter() - started:.0f} s", flush=True)
+        (args.home / "ids.json").write_text(json.dumps(ids))
+        evaluate.index_store(memory.db)
+    finally:
+        memory.db.close()
+        chroma_server.stop_server()
+
+
+def ask(args: argparse.Namespace) -> None:
+    """Every question through `codeoid-mcp` once per configuration; the top ten keys and each call's wall time."""
+    import anyio
+    from mcp.client.session import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+    from test_mcp_server import SERVER
+
+    from codeoid.service import lifecycle
+
+    keys = {episode_id: key for key, episode_id in json.loads((args.home / "ids.json").read_text()).items()}
+    questions = evaluate.load_questions(PEOPLE / "questions.jsonl")
+    if args.split:
+        questions = [q for q in questions if q["split"] == args.split]
+    runs = json.loads(args.out.read_text()) if args.out.exists() else {}
+    os.environ["CODEOID_HOME"] = str(args.home / "data")
+
+    async def one_person(group: int, env: dict[str, str], asked: list[dict[str, Any]]) -> dict[str, Any]:
+        params = StdioServerParameters(command=SERVER, cwd=str(args.home / f"person-{group}"),
+                                       env={"CODEOID_HOME": str(args.home / "data"), "PATH": os.environ["PATH"],
+                                            "CODEOID_GC_INTERVAL_SECONDS": "0", **env})
+        found = {}
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as client:
+            await client.initialize()
+            for q in asked:
+                started = time.perf_counter()
+                answer = await client.call_tool("recall", {"query": q["question"], "limit": DEPTH})
+                seconds = time.perf_counter() - started
+                text = "\n".join(getattr(block, "text", "") for block in answer.content)
+                assert not answer.is_error, text
+                if "BM25 only" in text and env.get("CODEOID_VECTOR") != "off":
+                    raise SystemExit(f"recall fell back to BM25 alone: {text[:300]}")
+                found[q["id"]] = {"top": [keys.get(int(i), i) for i in _EPISODE.findall(text)],
+                                  "seconds": seconds, "chars": len(text)}
+        return found
+
+    try:
+        for spec in args.configs:
+            name, _, settings = spec.partition(":")
+            env = dict(item.split("=", 1) for item in settings.split(",") if item)
+            started = time.perf_counter()
+            found: dict[str, Any] = {}
+            for group in sorted({q["group"] for q in questions}):
+                found.update(anyio.run(one_person, group, env, [q for q in questions if q["group"] == group]))
+            runs[name] = {"env": env, "answers": {**runs.get(name, {}).get("answers", {}), **found},
+                          "load": os.getloadavg()}
+            args.out.write_text(json.dumps(runs))
+            summary = evidence_recall(questions, found)
+            print(f"{name}: R@10 {summary['R@10']:.3f} MRR {summary['MRR']:.3f} "
+                  f"({time.perf_counter() - started:.0f} s, load {os.getloadavg()[0]:.1f})", flush=True)
+    finally:
+        lifecycle.stop_service()
+
+
+def per_question(question: dict[str, Any], top: Sequence[str]) -> dict[str, float]:
+    """R@1, R@5, R@10 and reciprocal rank of one question's top keys."""
+    evidence = question["answers"]
+    out = {}
+    for k in (1, 5, 10):
+        shown = set(top[:k])
+        if question["all"]:
+            out[f"R@{k}"] = sum(key in shown for key in evidence) / len(evidence)
+        else:
+            out[f"R@{k}"] = float(any(key in shown for key in evidence))
+    first = next((rank for rank, key in enumerate(top[:DEPTH], 1) if key in evidence), None)
+    out["MRR"] = 1 / first if first else 0.0
+    return out
+
+
+def evidence_recall(questions: Sequence[dict[str, Any]], answers: dict[str, Any]) -> dict[str, float]:
+    rows = [per_question(q, answers[q["id"]]["top"]) for q in questions]
+    return {metric: statistics.fmean(row[metric] for row in rows) for metric in rows[0]}
+
+
+def interval(values: Sequence[float], *, resamples: int = evaluate.RESAMPLES, seed: int = evaluate.SEED
+             ) -> dict[str, float]:
+    """The mean of per-question values (or of paired differences) with a 95% percentile bootstrap interval."""
+    rng = random.Random(seed)
+    drawn = sorted(statistics.fmean(values[rng.randrange(len(values))] for _ in values) for _ in range(resamples))
+    return {"value": statistics.fmean(values), "low": drawn[int(0.025 * resamples)],
+            "high": drawn[int(0.975 * resamples) - 1]}
+
+
+def report(args: argparse.Namespace) -> None:
+    runs = json.loads(args.runs.read_text())
+    questions = evaluate.load_questions(PEOPLE / "questions.jsonl")
+    out: dict[str, Any] = {}
+    for half in ("tune", "heldout"):
+        members = [q for q in questions if q["split"] == half]
+        print(f"\n{half}: {len(members)} questions")
+        print("| ranking | R@1 | R@5 | R@10 | MRR | recall p50 / p95 ms |")
+        print("| --- | ---: | ---: | ---: | ---: | ---: |")
+        rows_of = {}
+        for name, run in runs.items():
+            if not all(q["id"] in run["answers"] for q in members):
+                continue
+            rows = [per_question(q, run["answers"][q["id"]]["top"]) for q in members]
+            rows_of[name] = rows
+            cells = {m: interval([row[m] for row in rows]) for m in ("R@1", "R@5", "R@10", "MRR")}
+            seconds = sorted(run["answers"][q["id"]]["seconds"] for q in members)
+            p50, p95 = seconds[len(seconds) // 2], seconds[int(0.95 * (len(seconds) - 1))]
+            out.setdefault(half, {})[name] = {**cells, "p50_ms": p50 * 1000, "p95_ms": p95 * 1000,
+                                              "load": run.get("load")}
+            print(f"| {name} | " + " | ".join(f"{c['value']:.3f} [{c['low']:.2f}, {c['high']:.2f}]"
+                                               for c in cells.values()) + f" | {p50 * 1000:.0f} / {p95 * 1000:.0f} |")
+            for kind in ("type", "style"):
+                groups: dict[str, list[float]] = {}
+                for q, row in zip(members, rows, strict=True):
+                    groups.setdefault(q[kind], []).append(row["R@10"])
+                out[half][name][f"R@10 by {kind}"] = {g: [statistics.fmean(v), len(v)] for g, v in groups.items()}
+        for better, worse in args.pairs:
+            if better in rows_of and worse in rows_of:
+                diff = {m: interval([a[m] - b[m] for a, b in zip(rows_of[better], rows_of[worse], strict=True)])
+                        for m in ("R@10", "MRR")}
+                out[half][f"{better} minus {worse}"] = diff
+                print(f"{better} minus {worse} (paired): " + ", ".join(
+                    f"{m} {d['value']:+.3f} [{d['low']:+.3f}, {d['high']:+.3f}]" for m, d in diff.items()))
+        for name in rows_of:
+            print(f"{name} R@10 by type: " + ", ".join(f"{g} {v:.2f} (n={n})" for g, (v, n) in
+                                                      out[half][name]["R@10 by type"].items())
+                  + "; by style: " + ", ".join(f"{g} {v:.2f} (n={n})" for g, (v, n) in
+                                              out[half][name]["R@10 by style"].items()))
+    if args.json:
+        args.json.write_text(json.dumps(out, indent=1) + "\n")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    prepare_cmd = commands.add_parser("prepare", help="fill and index a data dir")
+    prepare_cmd.add_argument("--home", type=Path, required=True)
+    ask_cmd = commands.add_parser("ask", help="ask every question through codeoid-mcp per configuration")
+    ask_cmd.add_argument("--home", type=Path, required=True)
+    ask_cmd.add_argument("--out", type=Path, required=True)
+    ask_cmd.add_argument("--split", choices=("tune", "heldout"))
+    ask_cmd.add_argument("configs", nargs="+", help="name:VAR=value,VAR=value (name: alone is the defaults)")
+    report_cmd = commands.add_parser("report", help="tables with intervals, both halves")
+    report_cmd.add_argument("runs", type=Path)
+    report_cmd.add_argument("--json", type=Path)
+    report_cmd.add_argument("--pair", dest="pairs", nargs=2, action="append", default=[["fused", "bm25"]],
+                            metavar=("BETTER", "WORSE"))
+    args = parser.parse_args()
+    {"prepare": prepare, "ask": ask, "report": report}[args.command](args)
+
+
+if __name__ == "__main__":
+    main()
