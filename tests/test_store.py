@@ -161,6 +161,22 @@ def test_words_in_most_episodes_of_a_large_store_leave_the_query(store: sqlite3.
     assert queries.any_term_query("zebra tests", store) == '"zebra" OR "tests"'
 
 
+def test_a_word_counts_by_the_neighbour_rows_it_reaches_not_its_episodes(store: sqlite3.Connection, project: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    # Recall searches each episode with its neighbours: a word said in one turn of every seven matches nearly
+    # every row there, so it tells rows apart as little as a word in every episode, and costs as much to rank.
+    monkeypatch.setattr(queries, "COMMON_TERM_DOCS", 50)
+    owner = _owner(store, project)
+    with db.write_transaction(store):
+        for n in range(210):
+            said = "the deploy went fine" if n % 7 == 0 else f"note number {n}"
+            capture.add_user_turn(store, owner, prompt=said, prompt_id=f"p{n}", origin="user", now=float(n))
+        capture.add_user_turn(store, owner, prompt="the walrus escaped", prompt_id="w", origin="user", now=300.0)
+    queries.catch_up_fts(store)
+
+    assert queries.any_term_query("walrus deploy", store) == '"walrus"'  # 30 episodes, but 210 of 211 rows
+
+
 def test_stop_words_are_left_out_of_the_bm25_query_unless_nothing_else_remains() -> None:
     assert queries.any_term_query("where did we see the SSL error?") == '"ssl" OR "error"'
     assert queries.any_term_query("what is it") == '"what" OR "is" OR "it"'

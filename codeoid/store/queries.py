@@ -136,9 +136,12 @@ def selective_words(db: sqlite3.Connection, words: list[str]) -> list[str]:
 
     An any-term query ranks every episode holding any of its words, so "test" in a 100k-episode store of
     coding sessions means scoring tens of thousands of rows (0.2 s and more) for a word whose inverse document
-    frequency is near zero: it barely moves the ranking of the episodes that hold the rarer words. Document
-    counts come from FTS5's own vocabulary, for each word as the index's porter tokenizer stems it (a scratch
-    FTS5 table in the connection's temp schema does the stemming). Small stores are left alone.
+    frequency is near zero: it barely moves the ranking of the episodes that hold the rarer words. Counts are
+    rows of the index recall searches, `episodes_context`, where a word is in its episode's row and in up to six
+    neighbours' (counting episodes instead kept words that match most of the rows: at 100k episodes under load,
+    BM25's median 240-350 ms against 109 ms, docs/benchmarks.md). They come from FTS5's own vocabulary, for each
+    word as the index's porter tokenizer stems it (a scratch FTS5 table in the connection's temp schema does
+    the stemming). Small stores are left alone.
     """
     if len(words) < 2:
         return words
@@ -168,7 +171,7 @@ def selective_words(db: sqlite3.Connection, words: list[str]) -> list[str]:
 def _ensure_vocabulary(db: sqlite3.Connection) -> None:
     """The temp-schema tables `selective_words` reads (per connection, created on first use)."""
     for statement in (
-        "CREATE VIRTUAL TABLE IF NOT EXISTS temp.codeoid_vocabulary USING fts5vocab(main, episodes_fts, row)",
+        "CREATE VIRTUAL TABLE IF NOT EXISTS temp.codeoid_vocabulary USING fts5vocab(main, episodes_context, row)",
         "CREATE VIRTUAL TABLE IF NOT EXISTS temp.codeoid_query_words USING fts5(word, tokenize='porter unicode61')",
         "CREATE VIRTUAL TABLE IF NOT EXISTS temp.codeoid_query_stems USING fts5vocab(temp, codeoid_query_words, "
         "instance)",
