@@ -103,10 +103,11 @@ def compress(command: str, text: str, *, tool_use_id: str, project_dir: str,
     """`text`, the output `command` printed, through the rule the rewrite would have chosen for it, with the
     footer naming `raw-<tool_use_id>`; None and why when no rule applies or it would not shrink the text."""
     from codeoid import paths
+    from codeoid.compressors.bash_wrapper import is_wrapped
     from codeoid.compressors.rule_files import current_cache, may_apply
 
-    if "__codeoid_" in command or "codeoid-compress" in command:
-        return None, WRAPPED  # `bash_wrapper.is_wrapped`, without importing it: compressed once already
+    if is_wrapped(command):
+        return None, WRAPPED  # compressed once already, by `codeoid-compress` as it ran
     cache_dir = paths.cache_dir()
     cached = current_cache(project_dir=project_dir, cache_dir=cache_dir)
     if not may_apply(command, cached):
