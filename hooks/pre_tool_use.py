@@ -12,7 +12,8 @@ precompiled cache), no subprocess (but one `bash -c` per new bash binary, rememb
 read first: when they cannot allow anything (no Bash allow rule, an unsupported mode), the hook answers before
 importing the parser and the rule engine, which are most of its cost.
 
-Stepping aside is always safe, so every doubt is a reason to: a background run, a command the parser does not
+Stepping aside is always safe (the output is then compressed after the fact by PostToolUse, `post_tool_use`,
+unless the command fails or its output reaches Claude Code's cap), so every doubt is a reason to: a background run, a command the parser does not
 fully understand, stdout already redirected, a command already wrapped, builtins that change the shell around
 the wrapper (`exec`, `trap`, `wait`, `eval`, `source`, `alias`, `shopt`, `set -x`...), interactive or
 long-running programs, and commands no rule would compress anyway.
