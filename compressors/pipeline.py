@@ -177,6 +177,8 @@ class Pipeline:
         self._diagnostic_hints = re.compile(DIAGNOSTIC_HINTS)
         self._drop = _union(rule.drop)
         self._collapse = [(group.label, _union(group.patterns), group.keep) for group in rule.collapse]
+        self._through = _union([pattern for group in rule.collapse for pattern in group.through])
+        self._through_labels = {group.label for group in rule.collapse if group.through}
         item = rule.item
         self._item_start = re.compile(item.start) if item and item.start else None
         self._item_key = re.compile(item.key) if item and item.key else None
@@ -717,7 +719,8 @@ class Pipeline:
                 self._flush_gap()
             self._marker(text)
             return
-        self._flush_gap()
+        if not self._passes_through(entry):
+            self._flush_gap()
         if self._write_row(entry):
             self._last_written = entry.lineno
             return
@@ -728,6 +731,11 @@ class Pipeline:
             self.removed["repeats"] = self.removed.get("repeats", 0) + entry.repeats
             if not entry.blank:
                 self._marker(f"previous line repeated {entry.repeats} more time{'s' if entry.repeats > 1 else ''}")
+
+    def _passes_through(self, entry: _Entry) -> bool:
+        """Whether the gap waiting for its marker goes on past this kept line (a collapse group's `through`)."""
+        return (self._through is not None and bool(self._gap) and self._gap.keys() <= self._through_labels
+                and self._through.search(entry.line[:MATCH_CHARS].decode("utf-8", "surrogateescape")))
 
     def _add_gap(self, first: int, last: int, reasons: dict[str, int]) -> None:
         if not self._gap:
