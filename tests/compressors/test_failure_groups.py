@@ -22,7 +22,8 @@ RULES = load_rules(user_dir="/nonexistent/codeoid-user-rules")
 # The engine's gap marker form: count, what was cut (the failures partly shown, those cut whole by name), raw lines.
 NOTE = re.compile(r"(?P<cut>\d+) lines? cut \(failures with the cause of (?P<first>.+?)(?: \((?P<where>\S+)\))?: "
                   r"(?:the rest of (?P<shown>\d+) more failures?)?(?:; )?"
-                  r"(?:(?P<whole>\d+) more failures? whole: (?P<names>.+))?\), raw lines? (?P<start>\d+)(?:-(?P<end>\d+))?$")
+                  r"(?:(?P<whole>\d+) more failures? whole: (?P<names>.+))?\), "
+                  r"raw lines? (?P<start>\d+)(?:-(?P<end>\d+))?$")
 
 PYTEST_LIKE = """
 [[rule]]
