@@ -136,12 +136,13 @@ class FailureGroups:
     `keep`, `diagnostic` and `drop` are the rule's own line tests (the rule's keep patterns, the engine's
     diagnostics, the rule's drop patterns). `apply(line, verdict, text)` receives every held line's verdict
     (KEEP; OMIT: trimmed, with a gap marker; CUT: counted by a note; DROP; RELEASE); `note(text, before)` asks for
-    a marker line before the held line `before`, or after everything so far when `before` is None.
+    a marker line before the held line `before`, or after everything so far when `before` is None (`text` may
+    be a callable, made when the line is written).
     """
 
     def __init__(self, spec: Failures, *, keep: Callable[[str], bool], diagnostic: Callable[[str], bool],
                  drop: Callable[[str], bool], apply: Callable[[Any, int, str], None],
-                 note: Callable[[str, Any], None]) -> None:
+                 note: Callable[[str | Callable[[], str], Any], None]) -> None:
         self.spec = spec
         self._keep, self._diagnostic, self._drop = keep, diagnostic, drop
         self._apply, self._note = apply, note
@@ -158,6 +159,9 @@ class FailureGroups:
         self._listing = re.compile(spec.listing) if spec.listing else None
         self._listing_reason = re.compile(spec.listing_reason) if spec.listing_reason else None
         self._listed: dict[str, _Listed] = {}
+        # Every test a listing line named, and the same id as a report names it (`ChunkedTests.test_none` for
+        # pytest's `tests/test_more.py::ChunkedTests::test_none`): a run's note need not name them again.
+        self._listed_tests: set[str] = set()
         self._pending: tuple[Any, str, str] | None = None  # a listing line whose reason is on the next line
         # A report is a failure once a line says why (a reason or the message); one that never does is given back.
         self._evidence = _union((*spec.reason, *((spec.message,) if spec.message else ())))
@@ -243,6 +247,8 @@ class FailureGroups:
             self._end_listing()
             return None
         test = found.group(1)
+        if len(self._listed_tests) < MAX_SHOWN_LINES:
+            self._listed_tests.update((test, test.partition("::")[2].replace("::", ".")))
         if found.lastindex is None or found.lastindex < 2 or found.group(2) is None:
             if self._listing_reason is None:
                 return False
@@ -499,18 +505,22 @@ class FailureGroups:
         if run is None or not run.cut:
             return
         where = f" ({run.cause.where})" if run.cause.where else ""
-        parts = []
         shown = run.failures - len(run.whole)
-        if shown:
-            parts.append(f"the rest of {shown} more failure{'s' if shown > 1 else ''}")
-        if run.whole:
-            count = len(run.whole)
-            parts.append(f"{count} more failure{'s' if count > 1 else ''} whole: {_names(run.whole)}")
-        # The engine's gap marker form: the count, what was cut, then the raw lines (their ids and reasons lie
-        # among them) where get_episode pages.
-        self._note(f"{run.cut} line{'s' if run.cut > 1 else ''} cut (failures with the cause of "
-                   f"{run.cause.first}{where}: {'; '.join(parts)}), {_span(run.first_line, run.last_line)}",
-                   before)
+
+        def text() -> str:
+            """Made when written: by then the runner's own list of failing tests may have named every test cut."""
+            parts = [f"the rest of {shown} more failure{'s' if shown > 1 else ''}"] if shown else []
+            if run.whole:
+                count = len(run.whole)
+                named = ("each named in the list of failing tests below"
+                         if all(name in self._listed_tests for name in run.whole) else _names(run.whole))
+                parts.append(f"{count} more failure{'s' if count > 1 else ''} whole: {named}")
+            # The engine's gap marker form: the count, what was cut, then the raw lines (their ids and reasons
+            # lie among them) where get_episode pages.
+            return (f"{run.cut} line{'s' if run.cut > 1 else ''} cut (failures with the cause of "
+                    f"{run.cause.first}{where}: {'; '.join(parts)}), {_span(run.first_line, run.last_line)}")
+
+        self._note(text, before)
 
 
 def _names(tests: list[str]) -> str:

@@ -388,13 +388,17 @@ class Pipeline:
         else:
             entry.state, entry.reason = CUT, "similar-failure lines"
 
-    def _failure_note(self, text: str, before: _Entry | None) -> None:
+    def _failure_note(self, text: str | Callable[[], str], before: _Entry | None) -> None:
         """A marker line from failure_groups, queued before the held line `before` (the next report's first
         line) or, when None, after everything so far."""
         if before is None:
             self._note(text)
             return
-        note = _Entry(text.encode("utf-8", "surrogateescape"), before.lineno)  # a NOTE's line is its text
+        if callable(text):
+            note = _Entry(b"", before.lineno)
+            note.note = text
+        else:
+            note = _Entry(text.encode("utf-8", "surrogateescape"), before.lineno)  # a NOTE's line is its text
         note.state = NOTE
         note.blank = True
         for index in range(len(self._buffer) - 1, -1, -1):

@@ -105,12 +105,19 @@ def failure_heads_named(raw: bytes, compressed: bytes) -> list[str]:
         if line in kept_set or not any(p.search(head) for p in _FAILURE_HEADS):
             continue
         name = _failure_name(head)
-        if not name or not re.search(rf"(?:^|\s){re.escape(name)}(?:[,;)]|$)", notes, re.M):
+        if not name or not (re.search(rf"(?:^|\s){re.escape(name)}(?:[,;)]|$)", notes, re.M)
+                            or _pytest_id_named(name, compressed)):
             problems.append(f"failure head neither kept nor named: {head[:120]!r}")
     return problems
 
 
 _WARNING = re.compile(r"\b[A-Z]\w*Warning\b|(?i:^\s*warning\b|\bwarning(?:\[\w+\])?: )")
+
+
+def _pytest_id_named(name: str, compressed: bytes) -> bool:
+    """pytest heads a report `Class.test[params]`; its node id, `path::Class::test[params]`, names it too."""
+    function, bracket, params = name.partition("[")
+    return f"::{function.replace('.', '::')}{bracket}{params}".encode() in compressed
 
 
 def _failure_name(head: str) -> str:
