@@ -162,6 +162,9 @@ class FailureGroups:
         # Every test a listing line named, and the same id as a report names it (`ChunkedTests.test_none` for
         # pytest's `tests/test_more.py::ChunkedTests::test_none`): a run's note need not name them again.
         self._listed_tests: set[str] = set()
+        # Every line a report showed (without its indentation): another report shows it again only as its
+        # message. A doctest's ten identical inner tracebacks are one.
+        self._shown: set[str] = set()
         self._pending: tuple[Any, str, str] | None = None  # a listing line whose reason is on the next line
         # A report is a failure once a line says why (a reason or the message); one that never does is given back.
         self._evidence = _union((*spec.reason, *((spec.message,) if spec.message else ())))
@@ -347,6 +350,10 @@ class FailureGroups:
             self._note(f"{cut} line{'s' if cut > 1 else ''} cut (traceback budget spent), "
                        f"{_span(spent[0].lineno, spent[-1].lineno + spent[-1].repeats)}", None)
 
+    def _remember(self, text: str) -> None:
+        if len(self._shown) < MAX_SHOWN_LINES:
+            self._shown.add(text.strip())
+
     def _must_keep(self, index: int, text: str) -> bool:
         return index < self.spec.head or self._keep(text)
 
@@ -356,11 +363,15 @@ class FailureGroups:
         verdicts = [OMIT] * len(texts)
         reasons = 0
         for index, text in enumerate(texts):
+            if index >= spec.head and index != message_at and text.strip() in self._shown:
+                continue  # shown already, by this report or an earlier one: trimmed with the rest
             if self._must_keep(index, text) or self._diagnostic(text):
                 verdicts[index] = KEEP
+                self._remember(text)
             elif self._reason is not None and self._reason.search(text) and reasons < spec.reason_lines:
                 reasons += 1
                 verdicts[index] = KEEP
+                self._remember(text)
             elif self._drop(text):
                 verdicts[index] = DROP
         starts = [frame[0] for frame in frames]
@@ -414,10 +425,10 @@ class FailureGroups:
         for index, text in enumerate(texts):
             if index < head:
                 continue  # the test id: shown with what it has of its own, or named by the run's note
-            if text.strip() in shown:
+            if text.strip() in shown or (index != message_at and text.strip() in self._shown):
                 if self._drop(text):
                     verdicts[index] = DROP
-                continue  # its first failure, or this one already, shows this line (a doctest indents it)
+                continue  # its first failure, this one or another report shows this line (a doctest indents it)
             if index == message_at:
                 verdicts[index] = KEEP
                 reasons += self._reason is not None and self._reason.search(text) is not None
@@ -432,6 +443,7 @@ class FailureGroups:
                 verdicts[index] = DROP
             if verdicts[index] == KEEP:
                 shown.add(text.strip())
+                self._remember(text)
         if KEEP in verdicts:
             verdicts[:head] = [KEEP] * min(head, len(verdicts))
         if len(shown) <= MAX_SHOWN_LINES:

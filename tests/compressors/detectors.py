@@ -87,10 +87,11 @@ _FAILURE_HEADS = [re.compile(pattern) for pattern in (
 
 def error_heads_survive(raw: bytes, compressed: bytes) -> list[str]:
     """Every distinct error or traceback head is kept at least once. Fifty tests failing with one word-for-word
-    error show it once; the tests that share it are named (`failing_tests_named`), and the raw lines paged."""
-    needed = dict.fromkeys(line for line in lines_of(raw) if any(p.search(text(line)) for p in _ERROR_HEADS)
+    error show it once; the tests that share it are named (`failing_tests_named`), and the raw lines paged.
+    Indentation makes no head distinct (a doctest's report indents the traceback it caught)."""
+    needed = dict.fromkeys(line.strip() for line in lines_of(raw) if any(p.search(text(line)) for p in _ERROR_HEADS)
                            and not any(p.search(text(line)) for p in _FAILURE_HEADS))
-    kept = set(output_lines(compressed)[0])
+    kept = {line.strip() for line in output_lines(compressed)[0]}
     return [f"error head lost: {text(line)[:120]!r}" for line in needed if line not in kept]
 
 
