@@ -162,6 +162,7 @@ class FailureGroups:
         # Every test a listing line named, and the same id as a report names it (`ChunkedTests.test_none` for
         # pytest's `tests/test_more.py::ChunkedTests::test_none`): a run's note need not name them again.
         self._listed_tests: set[str] = set()
+        self._reported: set[str] = set()  # every test a report was about (shown, or named by a note)
         # Every line a report showed (without its indentation): another report shows it again only as its
         # message. A doctest's ten identical inner tracebacks are one.
         self._shown: set[str] = set()
@@ -199,12 +200,14 @@ class FailureGroups:
             if self.spec.stacked and self._open and not self._failing and len(self._lines) == 1 + len(
                     self._stacked):
                 self._stacked.append(name)  # one more test whose report is the one that follows
+                self._name_test(name)
                 self._lines.append((line, text))
                 self._held += len(line.line)
                 return True
             self._close()
             self._open = True
             self._name = name
+            self._name_test(name)
             self._stacked = []
             self._lines = [(line, text)]
             self._held = len(line.line)
@@ -349,6 +352,16 @@ class FailureGroups:
             cut = sum(1 + line.repeats for line in spent)
             self._note(f"{cut} line{'s' if cut > 1 else ''} cut (traceback budget spent), "
                        f"{_span(spent[0].lineno, spent[-1].lineno + spent[-1].repeats)}", None)
+
+    def names(self, test: str) -> bool:
+        """Whether a failure report or the runner's list of failing tests names `test` (as itself, or as pytest
+        heads a report: `tests/a.py::Class::test` is `Class.test`)."""
+        as_reported = test.partition("::")[2].replace("::", ".")
+        return any(name in known for name in (test, as_reported) for known in (self._listed_tests, self._reported))
+
+    def _name_test(self, name: str) -> None:
+        if len(self._reported) < MAX_SHOWN_LINES:
+            self._reported.add(name)
 
     def _remember(self, text: str) -> None:
         if len(self._shown) < MAX_SHOWN_LINES:

@@ -57,6 +57,8 @@ _TEMPLATE = re.compile(r"\[\[(.*?)\]\]|\{(\w+)\}", re.S)
 
 # HELD: in a failure report not yet decided (see failure_groups); CUT: removed, a note counts it and its lines.
 KEEP, OMIT, PENDING, DROP, NOTE, HELD, CUT = range(7)
+# What a marker calls `named` lines it cut: their tests' reports (or the list of failing tests) come later.
+NAMED_BELOW = "failing, each reported below"
 # Removal reasons that a gap marker does not spell out (the marker's count says enough).
 _PLAIN_REASONS = frozenset({"head/tail", "item budget", "group budget", "budget", "traceback lines"})
 
@@ -178,7 +180,8 @@ class Pipeline:
         self._drop = _union(rule.drop)
         self._collapse = [(group.label, _union(group.patterns), group.keep) for group in rule.collapse]
         self._through = _union([pattern for group in rule.collapse for pattern in group.through])
-        self._through_labels = {group.label for group in rule.collapse if group.through}
+        self._through_labels = {group.label for group in rule.collapse if group.through} | {NAMED_BELOW}
+        self._named = [re.compile(group.named) for group in rule.collapse if group.named]
         item = rule.item
         self._item_start = re.compile(item.start) if item and item.start else None
         self._item_key = re.compile(item.key) if item and item.key else None
@@ -723,6 +726,9 @@ class Pipeline:
                 self._flush_gap()
             self._marker(text)
             return
+        if self._named_elsewhere(entry):
+            self._add_gap(entry.lineno, entry.lineno + entry.repeats, {NAMED_BELOW: count})
+            return
         if not self._passes_through(entry):
             self._flush_gap()
         if self._write_row(entry):
@@ -735,6 +741,18 @@ class Pipeline:
             self.removed["repeats"] = self.removed.get("repeats", 0) + entry.repeats
             if not entry.blank:
                 self._marker(f"previous line repeated {entry.repeats} more time{'s' if entry.repeats > 1 else ''}")
+
+    def _named_elsewhere(self, entry: _Entry) -> bool:
+        """A collapse group's `named` line whose failing test a report or the runner's list names by now, beside
+        lines cut already (alone, its marker would cost more than the line)."""
+        if not self._named or self._failures is None or not self._gap or entry.state != KEEP or entry.repeats:
+            return False
+        text = entry.line[:MATCH_CHARS].decode("utf-8", "surrogateescape")
+        for pattern in self._named:
+            found = pattern.search(text)
+            if found is not None:
+                return self._failures.names(found.group(1))
+        return False
 
     def _passes_through(self, entry: _Entry) -> bool:
         """Whether the gap waiting for its marker goes on past this kept line (a collapse group's `through`)."""

@@ -120,6 +120,9 @@ class Collapse(NamedTuple):
     patterns: tuple[str, ...]
     keep: int = 0
     through: tuple[str, ...] = ()
+    # A `through` line whose test (group 1) a failure report or the runner's list of failing tests names, by
+    # the time the line is written, is cut with the run: `pytest -v`'s `id FAILED` when the report follows.
+    named: str | None = None
 
 
 class Item(NamedTuple):
@@ -262,7 +265,8 @@ class Rule(NamedTuple):
         fields = dict(plain)
         fields["match"] = tuple(Match(**{key: tuple(value) for key, value in match.items()})
                                 for match in plain["match"])
-        fields["collapse"] = tuple(Collapse(c["label"], tuple(c["patterns"]), c["keep"], tuple(c.get("through", ())))
+        fields["collapse"] = tuple(Collapse(c["label"], tuple(c["patterns"]), c["keep"], tuple(c.get("through", ())),
+                                            c.get("named"))
                                    for c in plain["collapse"])
         item = plain["item"]
         fields["item"] = Item(**{**item, "drop": tuple(item["drop"]), "tally": tuple(map(tuple, item["tally"])),
@@ -287,7 +291,7 @@ _RULE_KEYS = {
     "item", "group", "failures", "head", "tail", "budget", "columns",
 }
 _MATCH_KEYS = {"program", "subcommand", "args_any", "args_none", "options_with_value"}
-_COLLAPSE_KEYS = {"label", "patterns", "keep", "through"}
+_COLLAPSE_KEYS = {"label", "patterns", "keep", "through", "named"}
 _ITEM_KEYS = {"start", "key", "end", "drop", "count", "head", "tail", "label", "summary", "tally", "index",
               "index_title", "fields", "digest"}
 _GROUP_KEYS = {"by", "keep", "path", "depth", "section", "extensions"}
@@ -420,6 +424,7 @@ def _collapse(check: _Checker, entry: Any, index: int) -> dict[str, Any]:
         "patterns": check.strings(entry["patterns"], f"{where}.patterns", patterns=True),
         "keep": check.count(entry.get("keep", 0), f"{where}.keep"),
         "through": check.strings(entry.get("through", []), f"{where}.through", patterns=True),
+        "named": check.pattern(entry["named"], f"{where}.named") if "named" in entry else None,
     }
 
 

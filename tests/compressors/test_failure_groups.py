@@ -377,3 +377,21 @@ def test_failing_lines_among_passing_ones_share_one_marker_over_the_whole_range(
     assert [line.split()[0].decode() for line in kept if b"FAILED" in line] == [
         f"tests/test_a.py::test_{n}" for n in range(3, 200, 25)]
     assert added == ["[codeoid] 192 lines cut (passed/skipped tests), raw lines 4-203"]
+
+
+def test_a_failing_line_whose_report_follows_joins_the_passing_ones_cut_around_it() -> None:
+    """`pytest -v`: a FAILED progress line says nothing its report below does not; with the report there, it is
+    cut with the PASSED lines around it and the marker counts it. Without a report it stays (test above)."""
+    progress = [f"tests/test_parse.py::test_case_{n} FAILED{' ' * 20}[ {n}%]" for n in range(1, 4)]
+    passing = [f"tests/test_parse.py::test_ok_{n} PASSED{' ' * 20}[ 50%]" for n in range(40)]
+    raw = pytest_run(*(failure(f"test_case_{n}", n) for n in range(1, 4)))
+    head, _, rest = raw.partition(b"collected 90 items\n")
+    lines = [passing[0], progress[0], *passing[1:20], progress[1], progress[2], *passing[20:]]
+    raw = head + b"collected 90 items\n" + "\n".join(lines).encode() + b"\n" + rest
+    rule = RULES.for_command("pytest -v")
+    assert rule is not None
+    out, _ = compress_bytes(rule, raw)
+    assert violations("tests", raw, out) == []
+    assert b"FAILED " + b" " * 20 not in out and out.count(b"____ test_case_") == 3
+    marker = next(line for line in output_lines(out)[1] if "passed/skipped" in line)
+    assert marker == "[codeoid] 43 lines cut (40 passed/skipped tests, 3 failing, each reported below), raw lines 3-45"
