@@ -13,10 +13,10 @@ read first: when they cannot allow anything (no Bash allow rule, an unsupported 
 importing the parser and the rule engine, which are most of its cost.
 
 Stepping aside is always safe (the output is then compressed after the fact by PostToolUse, `post_tool_use`,
-unless the command fails or its output reaches Claude Code's cap), so every doubt is a reason to: a background run, a command the parser does not
-fully understand, stdout already redirected, a command already wrapped, builtins that change the shell around
-the wrapper (`exec`, `trap`, `wait`, `eval`, `source`, `alias`, `shopt`, `set -x`...), interactive or
-long-running programs, and commands no rule would compress anyway.
+unless the command fails or its output reaches Claude Code's cap), so every doubt is a reason to: a background
+run, a command the parser does not fully understand, stdout already redirected, a command already wrapped,
+builtins that change the shell around the wrapper (`exec`, `trap`, `wait`, `eval`, `source`, `alias`, `shopt`,
+`set -x`...), interactive or long-running programs, and commands no rule would compress anyway.
 """
 
 from __future__ import annotations
