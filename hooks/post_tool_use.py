@@ -44,6 +44,11 @@ if TYPE_CHECKING:
 # to a file already, showing the model `<persisted-output>` with a 2 KB preview.
 CAP_CHARS = 30_000
 
+# The engine's floor (`engine.Thresholds` min_lines, min_bytes; a test keeps them equal), checked before the parser
+# and the engine are imported: most outputs are smaller, and the engine would pass them through unchanged.
+FLOOR_LINES = 40
+FLOOR_BYTES = 1024
+
 # Why `plan` compressed an output or left it alone (`codeoid discover` names the same reasons).
 COMPRESSED = "compressed after the fact"
 NOT_BASH = "not a Bash call"
@@ -112,6 +117,8 @@ def compress(command: str, text: str, *, tool_use_id: str, project_dir: str,
     cached = current_cache(project_dir=project_dir, cache_dir=cache_dir)
     if not may_apply(command, cached):
         return None, NO_RULE  # the common case, decided before the parser and the engine are imported
+    if text.count("\n") + 1 < FLOOR_LINES or len(text.encode("utf-8", "surrogatepass")) < FLOOR_BYTES:
+        return None, UNDER_FLOOR
     from codeoid.compressors import command as shell_command
     from codeoid.compressors.loader import rule_for
 

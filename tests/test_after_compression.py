@@ -112,6 +112,12 @@ def test_outputs_the_after_the_fact_compression_leaves_alone(world: dict[str, An
     assert plan(world, command, stdout, **fields) == (None, why)
 
 
+def test_the_early_floor_is_the_engines() -> None:
+    from codeoid.compressors.engine import Thresholds
+
+    assert (Thresholds().min_lines, Thresholds().min_bytes) == (post_tool_use.FLOOR_LINES, post_tool_use.FLOOR_BYTES)
+
+
 def test_just_under_the_cap_is_compressed(world: dict[str, Any]) -> None:
     text = "\n".join(f"{number:09d}" for number in range(2999)) + "\n123456789"  # 29,999 characters
     assert len(text) == post_tool_use.CAP_CHARS - 1
@@ -150,26 +156,35 @@ def test_any_failure_of_the_engine_leaves_the_output_alone_and_is_logged(
     assert "toolu_after1: not compressed after the fact (RuntimeError('engine exploded'))" in log
 
 
-def test_a_command_naming_no_rule_program_is_decided_without_the_parser_or_the_engine(
+def test_a_command_naming_no_rule_program_or_a_small_output_is_decided_without_the_parser_or_the_engine(
         world: dict[str, Any]) -> None:
-    """PostToolUse runs after every Bash call: most are turned away on the rule cache alone."""
-    probe = ("import json, sys\n"
-             "from codeoid.hooks import post_tool_use\n"
-             "before = set(sys.modules)\n"
-             "import os\n"
-             f"answer, why = post_tool_use.plan({payload(world, 'echo hi && mkdir -p b', SEQ_3000)!r}, os.environ)\n"
-             "print(json.dumps({'why': why, 'modules': sorted(set(sys.modules) - before)}))\n")
+    """PostToolUse runs after every Bash call: most are turned away on the rule cache or the size alone."""
     env = {**os.environ, **world["env"]}
     run_hook("PostToolUse", payload(world, "seq 1 3000", SEQ_3000, tool_use_id="toolu_cache"), env=world["env"],
              cwd=world["project"])  # writes the rule cache
-    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env,
-                          cwd=world["project"])
-    assert done.returncode == 0, done.stderr
-    report = json.loads(done.stdout)
-    assert report["why"] == post_tool_use.NO_RULE
-    loaded = set(report["modules"])
-    assert not loaded & {"tree_sitter", "tree_sitter_bash", "codeoid.compressors.command",
-                         "codeoid.compressors.engine", "codeoid.compressors.pipeline"}, loaded
+
+    def decided(command: str, stdout: str) -> tuple[str, set[str]]:
+        probe = ("import json, sys\n"
+                 "from codeoid.hooks import post_tool_use\n"
+                 "before = set(sys.modules)\n"
+                 "import os\n"
+                 f"answer, why = post_tool_use.plan({payload(world, command, stdout)!r}, os.environ)\n"
+                 "print(json.dumps({'why': why, 'modules': sorted(set(sys.modules) - before)}))\n")
+        done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env,
+                              cwd=world["project"])
+        assert done.returncode == 0, done.stderr
+        report = json.loads(done.stdout)
+        return report["why"], set(report["modules"])
+
+    heavy = {"tree_sitter", "tree_sitter_bash", "codeoid.compressors.command", "codeoid.compressors.engine",
+             "codeoid.compressors.pipeline"}
+    why, loaded = decided("echo hi && mkdir -p b", SEQ_3000)
+    assert why == post_tool_use.NO_RULE and not loaded & heavy, loaded
+    why, loaded = decided("seq 1 30", "1\n2\n3")  # a rule's program, but an output under the floor
+    assert why == post_tool_use.UNDER_FLOOR and not loaded & heavy, loaded
+    why, loaded = decided("seq 1 3000", SEQ_3000)
+    assert why == post_tool_use.COMPRESSED  # the probe sees what it means to see
+    assert {"tree_sitter._binding", "codeoid.compressors.command", "codeoid.compressors.engine"} <= loaded
 
 
 # -- through the hook -----------------------------------------------------------------------------------------
