@@ -11,13 +11,22 @@ goes to its own module, which never opens the store, so the ingest layer is not 
 
 import sys
 
+AGENT_OPTION = "--agent="
+
 
 def main() -> int:
-    event = sys.argv[1] if len(sys.argv) > 1 else ""
+    args = sys.argv[1:]
+    # `--agent=codex|gemini EVENT`: that CLI's hook event (codeoid.hooks.agents); a bare EVENT is Claude Code's.
+    agent = args.pop(0)[len(AGENT_OPTION):] if args and args[0].startswith(AGENT_OPTION) else None
+    event = args[0] if args else ""
     raw = b""
     try:
         raw = sys.stdin.buffer.read()
-        if event == "PreToolUse":
+        if agent is not None:
+            from codeoid.hooks import agents
+
+            output = agents.run(agent, event, raw)
+        elif event == "PreToolUse":
             from codeoid.hooks import pre_tool_use
 
             output = pre_tool_use.run(raw)
@@ -29,7 +38,7 @@ def main() -> int:
             sys.stdout.write(output)
             sys.stdout.flush()
     except BaseException:  # noqa: BLE001 - the session must never see our failure
-        _log_failure(event, raw)
+        _log_failure(f"{agent}:{event}" if agent else event, raw)
     return 0
 
 
@@ -48,7 +57,7 @@ def _log_failure(event: str, raw: bytes) -> None:
 def _keep_input(event: str, raw: bytes) -> None:
     """A failure here (a broken installation, an import error) must not lose the event: write it, with plain
     stdlib code, where `codeoid doctor` looks for kept input."""
-    if event == "PreToolUse" or not raw:
+    if event.endswith("PreToolUse") or not raw:
         return  # nothing to keep: the tool runs unchanged either way
     try:
         import os

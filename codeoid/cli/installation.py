@@ -10,16 +10,49 @@ from codeoid.cli.common import print_outcome
 from codeoid.cli.group import cli
 
 
+AGENT_OPTION = click.option(
+    "--agent", type=click.Choice(["claude", "codex", "gemini"]), default="claude", show_default=True,
+    help="The agent CLI: Claude Code, or Codex ($CODEX_HOME) or Gemini CLI (~/.gemini/settings.json) at user scope.")
+
+
+def _agent_route(action: str, agent: str) -> None:
+    """install/uninstall for Codex or Gemini CLI (`codeoid.setup.agents`)."""
+    from codeoid.setup import agents
+
+    try:
+        if action == "install":
+            outcome = agents.install(agent, codex_binary=_codex_binary() if agent == "codex" else None)
+        else:
+            outcome = agents.uninstall(agent)
+    except agents.InstallError as error:
+        raise click.ClickException(str(error)) from error
+    print_outcome(outcome, nothing="Already installed; nothing changed." if action == "install"
+                  else "Not installed; nothing changed.")
+
+
+def _codex_binary() -> str | None:
+    from codeoid.fork.backends import BackendMissing, find_binary
+
+    try:
+        return find_binary("codex")
+    except BackendMissing:
+        return None
+
+
 @cli.command()
 @click.option("--scope", type=click.Choice(["user", "project"]), default="user", show_default=True,
               help="user: ~/.claude/settings.json for every project; project: this project's settings.local.json.")
 @click.option("--force", is_flag=True, help="Install even though codeoid is active as a Claude Code plugin.")
-def install(scope: str, force: bool) -> None:
-    """Register codeoid's hooks and MCP server with Claude Code.
+@AGENT_OPTION
+def install(scope: str, force: bool, agent: str) -> None:
+    """Register codeoid's hooks and MCP server with Claude Code (or, with --agent, Codex or Gemini CLI).
 
     Also adds the allow rule for codeoid's tools, the status line and the /rotate, /recall and /gain commands.
     Running it again changes nothing; restart running Claude Code sessions afterwards.
     """
+    if agent != "claude":
+        _agent_route("install", agent)
+        return
     from codeoid.setup import install as installer
 
     try:
@@ -31,12 +64,16 @@ def install(scope: str, force: bool) -> None:
 
 @cli.command()
 @click.option("--scope", type=click.Choice(["user", "project"]), default="user", show_default=True)
-def uninstall(scope: str) -> None:
-    """Remove codeoid from Claude Code.
+@AGENT_OPTION
+def uninstall(scope: str, agent: str) -> None:
+    """Remove codeoid from Claude Code (or, with --agent, from Codex or Gemini CLI).
 
     Takes out codeoid's hooks, MCP server, allow rule, status line and slash commands, only codeoid's own entries,
     keeping a backup of each file it changes. The store is left alone.
     """
+    if agent != "claude":
+        _agent_route("uninstall", agent)
+        return
     from codeoid.setup import install as installer
 
     try:

@@ -156,7 +156,12 @@ def _start_agent(backend: str, launch: Launch, *, session_id: str, no_start: boo
         click.echo(f"Start it with: cd {shlex.quote(str(launch.cwd))} && {assignments} {shlex.join(launch.argv)}")
         click.echo(f"When it exits, store its turns with: codeoid fork-capture {session_id}")
         return
-    status = _run_in_foreground(launch.argv, cwd=launch.cwd, env={**os.environ, **launch.env})
+    from codeoid.rotation.supervisor import SESSION_ENV
+
+    # With codeoid's hooks installed in the CLI (`codeoid install --agent`), they store the run into the fork's
+    # session by this variable, and the read-back below leaves that run alone.
+    env = {**os.environ, **launch.env, SESSION_ENV: session_id}
+    status = _run_in_foreground(launch.argv, cwd=launch.cwd, env=env)
     _capture_fork(backend, session_id)
     sys.exit(status)
 

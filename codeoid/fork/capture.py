@@ -1,6 +1,8 @@
 """Storing what a Codex or Gemini fork did, read back from the CLI's own session record after it ran.
 
-codeoid has no hooks in Codex or Gemini, so nothing is stored while such a fork runs. `create_fork` registers
+When the CLI runs without codeoid's hooks (`codeoid install --agent` not done), nothing is stored while such a
+fork runs: this read-back is the fallback (a run whose hooks reported into the fork's session is skipped here).
+`create_fork` registers
 the fork's run as a backing session of the fork's codeoid session, its `source` naming the backend and its
 `transcript_path` the file codeoid wrote for it (`record_launch`); once the CLI has exited, `capture_fork` reads
 that backend's record (`codeoid.fork.codex_record`, `codeoid.fork.gemini_record`) and stores what the backend
@@ -37,9 +39,9 @@ def record_launch(db: sqlite3.Connection, launch: Launch, *, backend: str, sessi
     (written,) = launch.files
     backing_id = launch.session_id or written.parent.name
     db.execute(
-        "INSERT INTO backing_sessions (id, session_id, source, transcript_path, transcript_offset, started_at)"
-        " VALUES (?, ?, ?, ?, ?, ?)",
-        (backing_id, session_id, backend, str(written), written.stat().st_size, now),
+        "INSERT INTO backing_sessions (id, session_id, source, transcript_path, transcript_offset, started_at, agent)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?)",
+        (backing_id, session_id, backend, str(written), written.stat().st_size, now, backend),
     )
 
 
@@ -59,13 +61,25 @@ def capture_fork(db: sqlite3.Connection, session_id: str, *, now: float) -> int:
                             "back (a Claude Code fork is stored by codeoid's hooks as it runs).")
     stored = 0
     for backing_id, source, path, offset, root in rows:
+        if _captured_live(db, session_id, source):
+            continue  # the CLI ran codeoid's hooks: its turns are stored already, under the CLI's own keys
         steps = read_steps(source, Path(path), backing_id=backing_id, offset=offset)
         with write_transaction(db):
             owner = capture.ensure_backing_session(db, backing_session_id=backing_id, workspace=identify(root),
-                                                   now=now, codeoid_session_id=session_id, source=source)
+                                                   now=now, codeoid_session_id=session_id, source=source,
+                                                   agent=source)
             stored += store_steps(db, owner, steps, now=now)
             capture.end_backing_session(db, backing_id, reason="exited", now=now)
     return stored
+
+
+def _captured_live(db: sqlite3.Connection, session_id: str, agent: str) -> bool:
+    """Whether that CLI's own hooks reported into this session: then the read-back, the fallback for a CLI started
+    without codeoid's hooks, would only store the same turns again under other keys."""
+    return db.execute(
+        "SELECT 1 FROM backing_sessions WHERE session_id = ? AND agent = ? AND hooked_at IS NOT NULL LIMIT 1",
+        (session_id, agent),
+    ).fetchone() is not None
 
 
 def read_steps(source: str, path: Path, *, backing_id: str, offset: int) -> list[Step]:
