@@ -42,7 +42,7 @@ from codeoid.pages import (
 from codeoid.store import db as store_db
 from codeoid.store import ledger, queries, raw
 from codeoid.store.queries import Row
-from codeoid.text import one_line
+from codeoid.text import agent_label, one_line
 from codeoid.workspace import identify
 
 TYPE_CHECKING = False
@@ -493,7 +493,8 @@ def _timeline_text(rows: list[Row], *, total: int, offset: int, limit: int, root
     for row in rows:
         kind = f"tool {row['tool_name']}" if row["kind"] == "tool" else row["kind"]
         state = "" if row["state"] == "live" else f"[{row['state']}] "
-        lines.append(f"{row['id']:>6}  {_time(row['created_at'])}  {kind:<14} {state}{row['summary']}")
+        agent = f"[{agent_label(row.get('agent'))}] "
+        lines.append(f"{row['id']:>6}  {_time(row['created_at'])}  {kind:<14} {agent}{state}{row['summary']}")
     fitted = page_lines(reversed(lines), budget=budget - byte_size(head) - 200)
     kept = fitted.lines[::-1]
     text = head + "\n" + "\n".join(kept)

@@ -23,6 +23,7 @@ from codeoid.cli.common import (
 from codeoid.cli.group import cli
 from codeoid.store import db as store_db
 from codeoid.store import queries, raw
+from codeoid.text import agent_label
 
 
 @cli.command(epilog="""\b
@@ -48,14 +49,15 @@ def sessions(as_json: bool, all_workspaces: bool) -> None:
         click.echo("No session is stored here yet.")
         return
     id_width = max(len("session"), *(len(row["id"]) + (len(row["name"]) + 3 if row["name"] else 0) for row in rows))
-    click.echo(f"{'session':<{id_width}}  {'last activity':<19}  {'turns':>9}  {'episodes':>12}  {'rotations':>11}"
-               + ("  workspace" if all_workspaces else ""))
+    agent_width = max(len("agent"), *(len(row["agents"]) for row in rows))
+    click.echo(f"{'session':<{id_width}}  {'agent':<{agent_width}}  {'last activity':<19}  {'turns':>9}  "
+               f"{'episodes':>12}  {'rotations':>11}" + ("  workspace" if all_workspaces else ""))
     for row in rows:
         lineage = f"  forked from {row['forked_from']} at turn {row['at_turn']}" if row["forked_from"] else ""
         name = f" ({row['name']})" if row["name"] else ""
         where = f"  {row['workspace']}" if all_workspaces else ""
         click.echo(
-            f"{row['id'] + name:<{id_width}}  {format_time(row['last_activity'])}"
+            f"{row['id'] + name:<{id_width}}  {row['agents']:<{agent_width}}  {format_time(row['last_activity'])}"
             f"  {plural(row['turn_count'], 'turn'):>9}"
             f"  {plural(row['episodes'], 'episode'):>12}  {plural(row['rotation_count'], 'rotation'):>11}{where}"
             f"{lineage}"
@@ -102,7 +104,8 @@ def timeline(limit: int, offset: int, session_ref: str | None, as_json: bool, al
         inherited = f" [from {row['session_id'][:8]}]" if session_id and row["session_id"] != session_id else ""
         where = f" {roots.get(row['workspace_id'], '?')} " if roots else ""
         when = format_time(row["created_at"])
-        click.echo(f"{row['id']:>6}  {when}  {row['kind']:<9}{state}{inherited}{where} {row['summary']}")
+        agent = f" [{agent_label(row.get('agent'))}]"
+        click.echo(f"{row['id']:>6}  {when}  {row['kind']:<9}{agent}{state}{inherited}{where} {row['summary']}")
 
 
 @cli.command(epilog="""\b

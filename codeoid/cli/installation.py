@@ -9,7 +9,6 @@ import click
 from codeoid.cli.common import print_outcome
 from codeoid.cli.group import cli
 
-
 AGENT_OPTION = click.option(
     "--agent", type=click.Choice(["claude", "codex", "gemini"]), default="claude", show_default=True,
     help="The agent CLI: Claude Code, or Codex ($CODEX_HOME) or Gemini CLI (~/.gemini/settings.json) at user scope.")

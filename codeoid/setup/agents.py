@@ -127,6 +127,7 @@ def uninstall(agent: str, home: Path | None = None) -> Outcome:
     outcome = Outcome()
     manifest = _load_manifest()
     record = manifest.get(agent, {})
+    emptied: list[str] = []  # folders codeoid made for files it removed: taken away once every file is done
     for path in config_files(agent, home):
         current = _read(path)
         if current is None:
@@ -137,7 +138,7 @@ def uninstall(agent: str, home: Path | None = None) -> Outcome:
             if original is None:  # codeoid made the file and it holds only what codeoid wrote: nothing to back up
                 path.unlink()
                 outcome.removed.append(path)
-                _remove_created_dirs(entry)
+                emptied += entry.get("created_dirs", [])
             else:
                 _replace(path, base64.b64decode(original), outcome)
             continue
@@ -145,9 +146,15 @@ def uninstall(agent: str, home: Path | None = None) -> Outcome:
                     else _without_hooks(path, current))
         if stripped != current:
             _replace(path, stripped, outcome)
+    _remove_created_dirs(emptied)
     manifest.pop(agent, None)
     _save_manifest(manifest)
     return outcome
+
+
+def recorded_agents() -> list[str]:
+    """The agent CLIs `codeoid install --agent` has put codeoid into (per the manifest)."""
+    return [agent for agent, record in _load_manifest().items() if record]
 
 
 def installed(agent: str, home: Path | None = None) -> list[str]:
@@ -442,12 +449,13 @@ def _missing_dirs(directory: Path) -> list[Path]:
     return missing
 
 
-def _remove_created_dirs(entry: dict[str, Any]) -> None:
-    for directory in entry.get("created_dirs", []):
+def _remove_created_dirs(directories: list[str]) -> None:
+    """Deepest first; a folder someone else has put files in stays."""
+    for directory in sorted(set(directories), key=len, reverse=True):
         try:
             Path(directory).rmdir()
         except OSError:
-            return  # not empty (someone else's files), or gone already
+            continue  # not empty (someone else's files), or gone already
 
 
 def _manifest_path() -> Path:
