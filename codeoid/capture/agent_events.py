@@ -4,18 +4,22 @@
 normalized: the CLI's session id, the working directory, and an idempotency `key` made from the CLI's own ids
 (Codex: `turn_id`, `tool_use_id`; Gemini, which gives no tool call or turn id: its session id and the event's
 `timestamp`), so a hook that is replayed from the spool stores nothing twice. The agent's name travels in the
-event's environment (`AGENT_ENV`), which the spool keeps with the event. Claude Code's transcript is never read
-here: these CLIs' records are not in its format, and the hooks carry the text that matters.
+event's environment (`AGENT_ENV`), which the spool keeps with the event. Claude Code's transcript reader is never
+used here; Codex's rollout is read at Stop for the model's text between tool calls (`codex_record`).
 """
 
 from __future__ import annotations
 
 import os
 import sqlite3
+from pathlib import Path
 
+from codeoid.capture import codex_record
 from codeoid.capture.events import HANDLERS as CLAUDE_HANDLERS
 from codeoid.capture.events import Handler, unwrapped_bash
+from codeoid.capture.record import Answer
 from codeoid.capture.spool import SpooledEvent
+from codeoid.log import log
 from codeoid.store import capture
 from codeoid.store.capture import Owner
 from codeoid.workspace import identify
@@ -84,13 +88,57 @@ def tool(db: sqlite3.Connection, event: SpooledEvent) -> str | None:
 
 
 def answer(db: sqlite3.Connection, event: SpooledEvent) -> str | None:
-    """The turn's final text (Codex's Stop, Gemini's AfterAgent), which also ends the turn."""
+    """The turn's text, which also ends the turn: for Codex every assistant message its rollout holds (the text
+    between tool calls reaches no hook), then the turn's final text (Codex's Stop, Gemini's AfterAgent) unless the
+    turn holds it already."""
     owner = agent_owner(db, event)
+    if event.env.get(AGENT_ENV) == "codex":
+        _codex_texts(db, owner, event)
     text, key = _str(event.payload, "text"), _str(event.payload, "key")
-    if text and text.strip() and key:
+    if text and text.strip() and key and not _in_turn(db, owner, text):
         capture.add_assistant_message(db, owner, message_id=key, text=text, now=event.received_at)
     capture.end_turn(db, owner, reason="stop", now=event.received_at)
     return None
+
+
+def _codex_texts(db: sqlite3.Connection, owner: Owner, event: SpooledEvent) -> None:
+    """Store the assistant messages of Codex's rollout written since the last Stop, keyed by their line there as a
+    fork's read-back keys them. One the Stop before already stored as its final text (the rollout lagged then) is
+    not stored again."""
+    path = _str(event.payload, "transcript_path")
+    if not path:
+        return
+    row = db.execute("SELECT transcript_offset FROM backing_sessions WHERE id = ?",
+                     (owner.backing_session_id,)).fetchone()
+    offset = int(row[0]) if row and row[0] else 0
+    try:
+        with open(path, "rb") as rollout:
+            rollout.seek(offset)
+            complete = offset + rollout.read().rfind(b"\n") + 1  # a line Codex is still writing waits
+        steps = codex_record.read(Path(path), session_id=owner.backing_session_id, offset=offset)
+    except OSError as error:
+        log("capture", f"codex rollout {path} unreadable ({error}); only the turn's final text is stored")
+        return
+    for step in steps:
+        if isinstance(step, Answer) and not _stored_as_final(db, owner, step.text):
+            capture.add_assistant_message(db, owner, message_id=step.key, text=step.text,
+                                          now=step.at or event.received_at)
+    db.execute("UPDATE backing_sessions SET transcript_offset = ? WHERE id = ?",
+               (max(offset, complete), owner.backing_session_id))
+
+
+def _in_turn(db: sqlite3.Connection, owner: Owner, text: str) -> bool:
+    return db.execute(
+        "SELECT 1 FROM episodes WHERE kind = 'assistant' AND session_id = ? AND turn = ? AND text = ?",
+        (owner.session_id, capture.current_turn(db, owner), text),
+    ).fetchone() is not None
+
+
+def _stored_as_final(db: sqlite3.Connection, owner: Owner, text: str) -> bool:
+    return db.execute(
+        "SELECT 1 FROM episodes WHERE kind = 'assistant' AND backing_session_id = ? AND message_id LIKE ? AND text = ?",
+        (owner.backing_session_id, "%:answer", text),
+    ).fetchone() is not None
 
 
 def session_end(db: sqlite3.Connection, event: SpooledEvent) -> str | None:

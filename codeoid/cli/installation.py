@@ -44,7 +44,9 @@ def _codex_binary() -> str | None:
 @click.option("--force", is_flag=True, help="Install even though codeoid is active as a Claude Code plugin.")
 @AGENT_OPTION
 def install(scope: str, force: bool, agent: str) -> None:
-    """Register codeoid's hooks and MCP server with Claude Code (or, with --agent, Codex or Gemini CLI).
+    """Register codeoid's hooks and MCP server in an agent CLI.
+
+    Without --agent, in Claude Code; --agent codex|gemini registers them in that CLI's own configuration instead.
 
     Also adds the allow rule for codeoid's tools, the status line and the /rotate, /recall and /gain commands.
     Running it again changes nothing; restart running Claude Code sessions afterwards.
@@ -65,7 +67,7 @@ def install(scope: str, force: bool, agent: str) -> None:
 @click.option("--scope", type=click.Choice(["user", "project"]), default="user", show_default=True)
 @AGENT_OPTION
 def uninstall(scope: str, agent: str) -> None:
-    """Remove codeoid from Claude Code (or, with --agent, from Codex or Gemini CLI).
+    """Remove codeoid from an agent CLI (Claude Code by default).
 
     Takes out codeoid's hooks, MCP server, allow rule, status line and slash commands, only codeoid's own entries,
     keeping a backup of each file it changes. The store is left alone.

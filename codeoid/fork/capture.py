@@ -5,7 +5,7 @@ fork runs: this read-back is the fallback (a run whose hooks reported into the f
 `create_fork` registers
 the fork's run as a backing session of the fork's codeoid session, its `source` naming the backend and its
 `transcript_path` the file codeoid wrote for it (`record_launch`); once the CLI has exited, `capture_fork` reads
-that backend's record (`codeoid.fork.codex_record`, `codeoid.fork.gemini_record`) and stores what the backend
+that backend's record (`codeoid.capture.codex_record`, `codeoid.fork.gemini_record`) and stores what the backend
 added after codeoid's history as episodes of the fork: prompts opening turns that continue the fork's count,
 the model's text, tool calls with their whole results. Every step has a key that is the same on every read, so
 capturing again (`codeoid fork-capture`) stores only what is new.
@@ -17,9 +17,10 @@ import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
 
-from codeoid.fork import codex_record, gemini_record
+from codeoid.capture import codex_record
+from codeoid.capture.record import Answer, Prompt, Step
+from codeoid.fork import gemini_record
 from codeoid.fork.launch import Launch
-from codeoid.fork.record import Answer, Prompt, Step
 from codeoid.store import capture
 from codeoid.store.db import write_transaction
 from codeoid.workspace import identify

@@ -177,13 +177,50 @@ def test_a_session_started_in_codex_is_captured_live_compressed_and_recalled_fro
     raw = codeoid("show", "raw-call_seq", "--raw", env=codex_env).stdout
     assert raw == "".join(f"{n}\n" for n in range(1, 3001)), "the raw bytes were not kept"
     stored = episodes()
-    assert [(row["kind"], row["agent"]) for row in stored][-1] == ("assistant", "codex")
-    assert stored[-1]["text"] == ANSWER
+    answers = [row for row in stored if row["kind"] == "assistant"]
+    assert [(row["text"], row["agent"], row["turn"]) for row in answers] == [(ANSWER, "codex", 1)], \
+        "the final text, read from the rollout and given by Stop, must be stored once"
 
     found = recall(workspace, codeoid_home, "quokka ledger balance")
     assert LEDGER in found and "agent codex" in found, found
     (header, line) = codeoid("sessions", env=codex_env, cwd=workspace).stdout.splitlines()
     assert header.split()[:2] == ["session", "agent"] and line.split()[1] == "codex"
+
+
+class TextThenCall(FakeOpenAI):
+    """Answers the first request with assistant text and a tool call in one response, as models do; no hook
+    carries that text, so only Codex's rollout has it."""
+
+    def answer(self, item: ScriptItem) -> tuple[int, str, bytes]:
+        if not isinstance(item, CallTool):
+            return super().answer(item)
+        call = {"type": "function_call", "name": item.name, "arguments": json.dumps(item.arguments),
+                "call_id": item.call_id}
+        text = {"type": "message", "role": "assistant", "id": "msg_before",
+                "content": [{"type": "output_text", "text": "Let me read the ledger first."}]}
+        events = [{"type": "response.created", "response": {"id": "resp_fake"}},
+                  *({"type": "response.output_item.done", "item": output} for output in (text, call)),
+                  {"type": "response.completed", "response": {"id": "resp_fake", "usage": {
+                      "input_tokens": 100, "output_tokens": 10, "total_tokens": 110}}}]
+        return 200, "text/event-stream", "".join(
+            f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events).encode()
+
+
+def test_codex_text_between_tool_calls_is_stored_from_its_rollout_once(
+    codex_bin: str, codex_env: dict[str, str], workspace: Path, codeoid_home: Path
+) -> None:
+    with TextThenCall() as api:
+        (Path(codex_env["CODEX_HOME"]) / "config.toml").write_text(CODEX_CONFIG.format(base_url=api.base_url))
+        codeoid("install", "--agent", "codex", env=codex_env)
+        api.add(CallTool("exec_command", {"cmd": f"echo '{LEDGER}'"}, "call_ledger"), ANSWER)
+        done = subprocess.run([codex_bin, "exec", "--skip-git-repo-check", PROMPT], cwd=workspace, env=codex_env,
+                              capture_output=True, text=True, timeout=RUN_TIMEOUT, stdin=subprocess.DEVNULL)
+
+    assert done.returncode == 0, done.stderr[-3000:]
+    stored = sorted(episodes(), key=lambda row: (row["created_at"], row["id"]))
+    assert [(row["kind"], row["text"] if row["kind"] != "tool" else row["tool_use_id"]) for row in stored] == [
+        ("user", PROMPT), ("assistant", "Let me read the ledger first."), ("tool", "call_ledger"),
+        ("assistant", ANSWER)]
 
 
 def test_codex_install_trusts_the_hooks_codex_lists_and_uninstall_restores_the_config(
