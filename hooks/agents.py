@@ -51,7 +51,8 @@ EVENTS = {
 
 
 def run(agent: str, event: str, raw: bytes) -> str | None:
-    """Store one hook event of `agent`; the hook's stdout (Codex's PreToolUse rewrite), or None."""
+    """Store one hook event of `agent`; the hook's stdout (Codex's PreToolUse rewrite, SessionStart's memory index),
+    or None."""
     if agent == "codex" and event == "PreToolUse":
         from codeoid.hooks import pre_tool_use
 
@@ -67,8 +68,8 @@ def run(agent: str, event: str, raw: bytes) -> str | None:
         return None
     translated = TRANSLATE[agent](normalized, payload)
     env = {key: os.environ[key] for key in ENV_KEYS if key in os.environ}
-    write(SpooledEvent(normalized, translated, {**env, agent_events.AGENT_ENV: agent}, time.time()))
-    return None
+    output = write(SpooledEvent(normalized, translated, {**env, agent_events.AGENT_ENV: agent}, time.time()))
+    return output if normalized == agent_events.SESSION_START else None
 
 
 def _codex(event: str, payload: dict[str, Any]) -> dict[str, Any]:

@@ -10,8 +10,10 @@ used here; Codex's rollout is read at Stop for the model's text between tool cal
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
+import time
 from pathlib import Path
 
 from codeoid.capture import codex_record
@@ -20,7 +22,9 @@ from codeoid.capture.events import Handler, unwrapped_bash
 from codeoid.capture.record import Answer
 from codeoid.capture.spool import SpooledEvent
 from codeoid.log import log
+from codeoid.memory import workspace_index
 from codeoid.store import capture
+from codeoid.store import workspace_index as stored_index
 from codeoid.store.capture import Owner
 from codeoid.workspace import identify
 
@@ -31,6 +35,11 @@ if TYPE_CHECKING:
 #: Names the agent CLI in an event's environment; set by the hook itself, never by the CLI.
 AGENT_ENV = "CODEOID_AGENT"
 AGENTS = ("codex", "gemini")
+#: How each CLI names codeoid's MCP tools to its model: Codex as tools of the namespace `mcp__codeoid`, Gemini as
+#: `mcp_codeoid_recall` (docs/backends/*.md, MCP sections).
+TOOL_PREFIXES = {"codex": "mcp__codeoid.", "gemini": "mcp_codeoid_"}
+#: Context is handed over only while the CLI waits on the hook, never when the event is replayed from the spool.
+LIVE_SECONDS = 10.0
 SESSION_START = "AgentSessionStart"
 PROMPT = "AgentPrompt"
 TOOL = "AgentTool"
@@ -59,8 +68,16 @@ def agent_owner(db: sqlite3.Connection, event: SpooledEvent, *, registering: boo
 
 
 def session_start(db: sqlite3.Connection, event: SpooledEvent) -> str | None:
-    agent_owner(db, event, registering=True)
-    return None
+    """Register the run and, while the CLI waits on it, hand it the workspace's memory index (Codex and Gemini
+    both take SessionStart's `additionalContext`), with the memory tools under that CLI's names for them."""
+    owner = agent_owner(db, event, registering=True)
+    stored = stored_index.latest(db, owner.workspace_id) if time.time() - event.received_at < LIVE_SECONDS else None
+    prefix = TOOL_PREFIXES.get(event.env.get(AGENT_ENV) or "")
+    if stored is None or prefix is None:
+        return None
+    stored_index.mark_shown(db, owner.backing_session_id, owner.workspace_id, stored, event.received_at)
+    text = workspace_index.for_window(stored, prefix)
+    return json.dumps({"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}})
 
 
 def prompt(db: sqlite3.Connection, event: SpooledEvent) -> str | None:
