@@ -51,12 +51,8 @@ EVENTS = {
 
 
 def run(agent: str, event: str, raw: bytes) -> str | None:
-    """Store one hook event of `agent`; the hook's stdout (Codex's PreToolUse rewrite, SessionStart's memory index),
-    or None."""
-    if agent == "codex" and event == "PreToolUse":
-        from codeoid.hooks import pre_tool_use
-
-        return pre_tool_use.run(raw, agent="codex")
+    """Store one hook event of `agent`; the hook's stdout (SessionStart's memory index), or None. (Codex's
+    PreToolUse never comes here: `codeoid.hooks.main` sends it to the rewrite, which opens no store.)"""
     normalized = EVENTS.get(agent, {}).get(event)
     if normalized is None:
         log("hook", f"{agent} {event}: not an event codeoid stores; nothing stored")

@@ -1,4 +1,5 @@
-"""`codeoid-hook EVENT`: the one executable Claude Code runs for every registered event.
+"""`codeoid-hook EVENT`: the one executable Claude Code runs for every registered event (and, as
+`codeoid-hook --agent=codex|gemini EVENT`, Codex and Gemini CLI for theirs: `codeoid.hooks.agents`).
 
 The contract with the user's session is absolute: whatever happens (even a broken installation that fails
 to import), exit 0, print nothing but a valid answer, never a traceback. So this module imports nothing of
@@ -22,14 +23,14 @@ def main() -> int:
     raw = b""
     try:
         raw = sys.stdin.buffer.read()
-        if agent is not None:
+        if event == "PreToolUse":
+            from codeoid.hooks import pre_tool_use
+
+            output = pre_tool_use.run(raw, agent=agent)
+        elif agent is not None:
             from codeoid.hooks import agents
 
             output = agents.run(agent, event, raw)
-        elif event == "PreToolUse":
-            from codeoid.hooks import pre_tool_use
-
-            output = pre_tool_use.run(raw)
         else:
             from codeoid.hooks.dispatch import run
 

@@ -73,7 +73,7 @@ def run(raw: bytes, agent: str | None = None) -> str | None:
         return None
     if not isinstance(payload, dict):
         return None
-    if agent is not None:
+    if agent is not None:  # another CLI: no rotation notice there, and `codex_may_allow` decides
         answer, _ = decide(payload, os.environ, agent=agent)
         return json.dumps(answer) if answer is not None else None
     answer = rewrite(payload, os.environ)

@@ -15,6 +15,8 @@ from conftest import executable
 from test_mcp_server import Memory
 from test_workspace_index import a_week_of_work, memory, workspace_of  # noqa: F401 - `memory` is a fixture
 
+from codeoid.fork.canonical import session_turns
+from codeoid.fork.turns import ToolCall, Turn
 from codeoid.memory import workspace_index
 from codeoid.store import db as store_db
 
@@ -68,6 +70,14 @@ def test_a_replayed_codex_turn_is_stored_once_under_codexs_ids(codeoid_home: Pat
     assert stored == [("user", "codex", 1, "list the files"), ("tool", "codex", 1, "notes.txt\n"),
                       ("assistant", "codex", 1, "One file: notes.txt.")]
     assert episodes()[1]["tool_use_id"] == "call_a" and episodes()[0]["prompt_id"] == f"codex:{CODEX_TURN}"
+    # A fork of this session, onto any CLI, starts from the live-captured turn.
+    connection = store_db.connect()
+    try:
+        turns = session_turns(connection, episodes()[0]["session_id"])
+    finally:
+        connection.close()
+    assert turns == [Turn(1, "list the files", (ToolCall("call_a", "Bash", {"command": "ls"}, "notes.txt\n"),
+                                                 "One file: notes.txt."))]
 
 
 def test_gemini_tool_calls_are_keyed_on_the_events_timestamp_and_input(codeoid_home: Path, project: Path) -> None:
