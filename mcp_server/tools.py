@@ -2,8 +2,8 @@
 
 Each call opens the store afresh (hooks and other sessions write to it all the time, and a short-lived
 connection always reads their latest commits), lands any spooled events first, and closes it again.
-A failure the caller can act on is raised as `ToolError` with a sentence saying what to do; the SDK turns
-it into an `isError` result without a traceback.
+A failure the caller can act on is raised as `ToolError` with a sentence saying what to do; the server turns
+it into the SDK's own, an `isError` result without a traceback.
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Annotated
 
-from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
 from codeoid import exclusions
@@ -60,6 +59,12 @@ RETRACTED = ("{what} was retracted by the user (`codeoid retract`): it is kept b
              "reconstruct it; ask the user if you need what it held.")
 # Room kept per recalled episode for its header and cut note, beyond the text itself.
 EPISODE_FRAME_BYTES = 400
+
+
+class ToolError(Exception):
+    """A refusal the model can act on, its message the sentence to show it. codeoid's own, not the SDK's: the
+    memory service runs these tools and never imports the mcp SDK (about 35 MB of it); `codeoid.mcp_server.
+    forwarding` turns it into the SDK's `ToolError` where the thin server hands a result to the SDK."""
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """The memory service: one warm process per data dir that every codeoid client of that data dir shares.
 
-Each Claude Code session starts its own `codeoid-mcp`; loading the embedder, chromadb's client and an indexer in
+Each Claude Code session starts its own `codeoid-mcp`; loading the embedder, a Chroma client and an indexer in
 each of them cost ~300 MB a session and had several indexers compete for the same store. The service holds them
 once: the MiniLM embedder (query embeddings too), the vector indexer (one per store), the workspace index
 builders, and recall's ranking. Thin MCP servers and `codeoid search` call it over a unix socket in the data dir

@@ -16,7 +16,6 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
-from mcp.server.mcpserver.exceptions import ToolError
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
@@ -24,7 +23,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from codeoid.log import log
-from codeoid.mcp_server.tools import Caller, MemoryTools
+from codeoid.mcp_server.tools import Caller, MemoryTools, ToolError
 from codeoid.memory import index_builder, indexer, retrieval
 from codeoid.memory.ranking import vector_enabled
 from codeoid.memory_tools import TOOLS
