@@ -13,10 +13,15 @@ section until it ends, names its cause, and decides every line of it:
   engine's diagnostics flag, and, within the traceback budget, the frames at both ends of the project's part of the
   stack (the test's own and the one that raised) with their code pointers and caret lines, and the head of its
   captured output; its other lines go with the engine's usual gap markers (count and raw line range);
-- every later failure of the cause keeps its first lines, its message line, its reasons (`reason_lines` of them)
-  and every line the rule keeps, plus diagnostics that its first failure did not already show; the rest is cut
-  without a marker per failure, and one note after each run of them names the first failure, the count, the
-  lines cut and the raw line range, so that `get_episode(id, start_line, end_line)` pages exactly there.
+- every later failure of the cause keeps what its first failure does not already show: its message, reasons
+  (`reason_lines` of them), lines the rule keeps and diagnostics, each only where its text differs from every
+  line the first failure kept, and then its first lines (the test id) too. A later failure with nothing of its
+  own (the same message, word for word) is cut whole. One note after each run of later failures names the
+  first failure, every test cut whole, the lines cut and the raw line range, so that
+  `get_episode(id, lines="A-B")` pages exactly there;
+- the runner's own list of failing tests with their reasons (`listing`: pytest's `FAILED id - reason`) keeps
+  the first line of each reason; the later ones with the same reason are cut, and one note per reason names
+  every test id cut. So every failing test is still named, and every distinct error line shown once.
 
 Budgets: `failures.budget` counts the traceback lines kept over all first failures (never more than the rule's
 own budget lines, where one is set). The failures operation spends first: every line it keeps counts against the
@@ -51,6 +56,10 @@ MAX_SECTION_BYTES = 1 << 20
 MAX_CAUSES = 1024
 # Lines of a first failure remembered to tell its later failures' diagnostics apart.
 MAX_LEAD_LINES = 400
+# Lines remembered per cause, of its first failure and what its later ones showed of their own.
+MAX_SHOWN_LINES = 2000
+# Tests a note names one by one; past this it counts the rest (their ids are in the raw lines it points at).
+MAX_NAMED = 1000
 # A run of at most this many trimmed lines inside a first failure is shown rather than marked: the marker would
 # cost as much.
 SMALL_GAP = 2
@@ -87,18 +96,32 @@ class _Cause:
     def __init__(self, first: str, where: str, texts: set[str]) -> None:
         self.first = first  # the test id of its first failure
         self.where = where  # the frame that raised, as `path:line`, or "" when none is known
-        self.texts = texts
+        self.texts = texts  # the lines its failures showed so far, without their indentation
 
 
 class _Run:
     """Consecutive later failures of one cause, for the note that follows them."""
 
-    __slots__ = ("cause", "failures", "cut", "first_line", "last_line")
+    __slots__ = ("cause", "failures", "cut", "first_line", "last_line", "whole")
 
     def __init__(self, cause: _Cause) -> None:
         self.cause = cause
         self.failures = 0
         self.cut = 0
+        self.first_line = 0
+        self.last_line = 0
+        self.whole: list[str] = []  # the tests cut whole, which only the note names
+
+
+class _Listed:
+    """The later lines of a listing that gave one reason again: cut, and named by one note."""
+
+    __slots__ = ("first", "tests", "lines", "first_line", "last_line")
+
+    def __init__(self, first: str) -> None:
+        self.first = first  # the test whose listing line, kept, gave the reason first
+        self.tests: list[str] = []
+        self.lines = 0
         self.first_line = 0
         self.last_line = 0
 
@@ -113,12 +136,13 @@ class FailureGroups:
     `keep`, `diagnostic` and `drop` are the rule's own line tests (the rule's keep patterns, the engine's
     diagnostics, the rule's drop patterns). `apply(line, verdict, text)` receives every held line's verdict
     (KEEP; OMIT: trimmed, with a gap marker; CUT: counted by a note; DROP; RELEASE); `note(text, before)` asks for
-    a marker line before the held line `before`, or after everything so far when `before` is None.
+    a marker line before the held line `before`, or after everything so far when `before` is None (`text` may
+    be a callable, made when the line is written).
     """
 
     def __init__(self, spec: Failures, *, keep: Callable[[str], bool], diagnostic: Callable[[str], bool],
                  drop: Callable[[str], bool], apply: Callable[[Any, int, str], None],
-                 note: Callable[[str, Any], None]) -> None:
+                 note: Callable[[str | Callable[[], str], Any], None]) -> None:
         self.spec = spec
         self._keep, self._diagnostic, self._drop = keep, diagnostic, drop
         self._apply, self._note = apply, note
@@ -132,11 +156,23 @@ class FailureGroups:
         self._pointer = _union(spec.pointer)
         self._library = _union(spec.library)
         self._captured = re.compile(spec.captured) if spec.captured else None
+        self._listing = re.compile(spec.listing) if spec.listing else None
+        self._listing_reason = re.compile(spec.listing_reason) if spec.listing_reason else None
+        self._listed: dict[str, _Listed] = {}
+        # Every test a listing line named, and the same id as a report names it (`ChunkedTests.test_none` for
+        # pytest's `tests/test_more.py::ChunkedTests::test_none`): a run's note need not name them again.
+        self._listed_tests: set[str] = set()
+        self._reported: set[str] = set()  # every test a report was about (shown, or named by a note)
+        # Every line a report showed (without its indentation): another report shows it again only as its
+        # message. A doctest's ten identical inner tracebacks are one.
+        self._shown: set[str] = set()
+        self._pending: tuple[Any, str, str] | None = None  # a listing line whose reason is on the next line
         # A report is a failure once a line says why (a reason or the message); one that never does is given back.
         self._evidence = _union((*spec.reason, *((spec.message,) if spec.message else ())))
         self._failing = False
         self._begun = self._begin is None
         self._name = ""
+        self._stacked: list[str] = []  # tests named on the lines right after the first (`stacked`)
         self._lines: list[tuple[Any, str]] = []
         self._open = False
         self._held = 0  # bytes of the open report
@@ -145,7 +181,11 @@ class FailureGroups:
         self._budget = spec.budget
 
     def feed(self, line: Any, text: str) -> bool:
-        """Whether `line` belongs to a failure report (then it is held until its verdict)."""
+        """Whether `line` belongs to a failure report or is a listing line cut (then this decides it)."""
+        if self._listing is not None and not self._open:
+            listed = self._list(line, text)
+            if listed is not None:
+                return listed
         if not self._begun:
             if self._begin is not None and self._begin.search(text):
                 self._begun = True
@@ -156,9 +196,19 @@ class FailureGroups:
             return False
         found = self._start.search(text)
         if found is not None:
+            name = next((group for group in found.groups() if group), text.strip())
+            if self.spec.stacked and self._open and not self._failing and len(self._lines) == 1 + len(
+                    self._stacked):
+                self._stacked.append(name)  # one more test whose report is the one that follows
+                self._name_test(name)
+                self._lines.append((line, text))
+                self._held += len(line.line)
+                return True
             self._close()
             self._open = True
-            self._name = next((group for group in found.groups() if group), text.strip())
+            self._name = name
+            self._name_test(name)
+            self._stacked = []
             self._lines = [(line, text)]
             self._held = len(line.line)
             self._failing = self._evidence is not None and self._evidence.search(text) is not None
@@ -178,6 +228,68 @@ class FailureGroups:
         """The output ended: decide the open report (`closing`, the output's last line, is always kept)."""
         self._close(closing)
         self._end_run(None)
+        self._release_pending()
+        self._end_listing()
+
+    def _list(self, line: Any, text: str) -> bool | None:
+        """A listing line: False to keep it (its reason is new), True when held or cut (the reason was given
+        before); None: not one."""
+        assert self._listing is not None
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            reason = self._listing_reason.search(text) if self._listing_reason is not None else None
+            if reason is not None:
+                held, held_text, test = pending
+                if self._listed_again(test, (reason.group(1) if reason.groups() else reason.group(0)).strip(),
+                                      [held, line]):
+                    self._apply(held, CUT, held_text)
+                    self._apply(line, CUT, text)
+                    return True
+                self._apply(held, RELEASE, held_text)
+                return False
+            self._apply(pending[0], RELEASE, pending[1])
+        found = self._listing.search(text)
+        if found is None:
+            self._end_listing()
+            return None
+        test = found.group(1)
+        if len(self._listed_tests) < MAX_SHOWN_LINES:
+            self._listed_tests.update((test, test.partition("::")[2].replace("::", ".")))
+        if found.lastindex is None or found.lastindex < 2 or found.group(2) is None:
+            if self._listing_reason is None:
+                return False
+            self._pending = (line, text, test)  # its reason is the next line
+            return True
+        if self._listed_again(test, found.group(2).strip(), [line]):
+            self._apply(line, CUT, text)
+            return True
+        return False
+
+    def _listed_again(self, test: str, reason: str, lines: list[Any]) -> bool:
+        """Whether an earlier listing line gave `reason` (then `test` and its `lines` join its note)."""
+        listed = self._listed.get(reason)
+        if listed is None:
+            if len(self._listed) < MAX_CAUSES:
+                self._listed[reason] = _Listed(test)
+            return False
+        listed.tests.append(test)
+        listed.lines += len(lines)
+        listed.first_line = listed.first_line or lines[0].lineno
+        listed.last_line = lines[-1].lineno
+        return True
+
+    def _release_pending(self) -> None:
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            self._apply(pending[0], RELEASE, pending[1])
+
+    def _end_listing(self) -> None:
+        listed, self._listed = self._listed, {}
+        for entry in listed.values():
+            if entry.tests:
+                count = entry.lines
+                self._note(f"{count} line{'s' if count > 1 else ''} cut (the same reason as {entry.first}: "
+                           f"{_names(entry.tests)}), {_span(entry.first_line, entry.last_line)}", None)
 
     # -- deciding a report -----------------------------------------------------------------------------------------
 
@@ -207,20 +319,24 @@ class FailureGroups:
         spent = None
         if cause is None:
             verdicts = self._first_of_cause(texts, frames, {innermost, outermost} - {None}, message_at)
+            verdicts[1:1 + len(self._stacked)] = [CUT] * len(self._stacked)  # named by a note, below
             self._end_run(lines[0][0])
-            if CUT in verdicts:
-                spent = [line for (line, _), verdict in zip(lines, verdicts, strict=True)
+            stacked = len(self._stacked)
+            if CUT in verdicts[1 + stacked:]:
+                spent = [line for (line, _), verdict in zip(lines[1 + stacked:], verdicts[1 + stacked:], strict=True)
                          if verdict == CUT and line is not closing]
             if len(self._causes) < MAX_CAUSES:
-                kept = {text for text, verdict in zip(texts, verdicts, strict=True) if verdict == KEEP}
+                kept = {text.strip() for text, verdict in zip(texts, verdicts, strict=True) if verdict == KEEP}
                 self._causes[key] = _Cause(self._name, where, set(list(kept)[:MAX_LEAD_LINES]))
         else:
-            verdicts = self._later_of_cause(texts, cause, message_at)
+            verdicts = self._later_of_cause(texts, cause, message_at, 1 + len(self._stacked))
             run = self._run
             if run is None or run.cause is not cause:
                 self._end_run(lines[0][0])
                 run = self._run = _Run(cause)
             run.failures += 1
+            if KEEP not in verdicts:
+                run.whole.extend([self._name, *self._stacked])
             for (line, _), verdict in zip(lines, verdicts, strict=True):
                 if verdict == CUT and line is not closing:
                     run.cut += 1 + line.repeats
@@ -228,10 +344,28 @@ class FailureGroups:
                     run.last_line = line.lineno + line.repeats
         for (line, text), verdict in zip(lines, verdicts, strict=True):
             self._apply(line, KEEP if line is closing else verdict, text)
+        if cause is None and self._stacked:
+            count = len(self._stacked)
+            self._note(f"{count} line{'s' if count > 1 else ''} cut (tests failing with this same report: "
+                       f"{_names(self._stacked)}), {_span(lines[1][0].lineno, lines[count][0].lineno)}", None)
         if spent:
             cut = sum(1 + line.repeats for line in spent)
             self._note(f"{cut} line{'s' if cut > 1 else ''} cut (traceback budget spent), "
                        f"{_span(spent[0].lineno, spent[-1].lineno + spent[-1].repeats)}", None)
+
+    def names(self, test: str) -> bool:
+        """Whether a failure report or the runner's list of failing tests names `test` (as itself, or as pytest
+        heads a report: `tests/a.py::Class::test` is `Class.test`)."""
+        as_reported = test.partition("::")[2].replace("::", ".")
+        return any(name in known for name in (test, as_reported) for known in (self._listed_tests, self._reported))
+
+    def _name_test(self, name: str) -> None:
+        if len(self._reported) < MAX_SHOWN_LINES:
+            self._reported.add(name)
+
+    def _remember(self, text: str) -> None:
+        if len(self._shown) < MAX_SHOWN_LINES:
+            self._shown.add(text.strip())
 
     def _must_keep(self, index: int, text: str) -> bool:
         return index < self.spec.head or self._keep(text)
@@ -242,11 +376,15 @@ class FailureGroups:
         verdicts = [OMIT] * len(texts)
         reasons = 0
         for index, text in enumerate(texts):
+            if index >= spec.head and index != message_at and text.strip() in self._shown:
+                continue  # shown already, by this report or an earlier one: trimmed with the rest
             if self._must_keep(index, text) or self._diagnostic(text):
                 verdicts[index] = KEEP
+                self._remember(text)
             elif self._reason is not None and self._reason.search(text) and reasons < spec.reason_lines:
                 reasons += 1
                 verdicts[index] = KEEP
+                self._remember(text)
             elif self._drop(text):
                 verdicts[index] = DROP
         starts = [frame[0] for frame in frames]
@@ -290,22 +428,39 @@ class FailureGroups:
         self._fill_small_gaps(verdicts)
         return verdicts
 
-    def _later_of_cause(self, texts: list[str], cause: _Cause, message_at: int | None) -> list[int]:
+    def _later_of_cause(self, texts: list[str], cause: _Cause, message_at: int | None, names: int) -> list[int]:
+        """What a later failure of `cause` shows: only lines its first failure does not, then its test ids too
+        (its first `names` lines name its tests)."""
         verdicts = [CUT] * len(texts)
+        head = max(self.spec.head, names)
         reasons = 0
+        shown = set(cause.texts)
         for index, text in enumerate(texts):
+            if index < head:
+                continue  # the test id: shown with what it has of its own, or named by the run's note
+            if text.strip() in shown or (index != message_at and text.strip() in self._shown):
+                if self._drop(text):
+                    verdicts[index] = DROP
+                continue  # its first failure, this one or another report shows this line (a doctest indents it)
             if index == message_at:
                 verdicts[index] = KEEP
                 reasons += self._reason is not None and self._reason.search(text) is not None
-            elif self._must_keep(index, text):
+            elif self._keep(text):
                 verdicts[index] = KEEP
             elif self._reason is not None and self._reason.search(text) and reasons < self.spec.reason_lines:
                 reasons += 1
                 verdicts[index] = KEEP
-            elif text not in cause.texts and self._diagnostic(text):
+            elif self._diagnostic(text):
                 verdicts[index] = KEEP
             elif self._drop(text):
                 verdicts[index] = DROP
+            if verdicts[index] == KEEP:
+                shown.add(text.strip())
+                self._remember(text)
+        if KEEP in verdicts:
+            verdicts[:head] = [KEEP] * min(head, len(verdicts))
+        if len(shown) <= MAX_SHOWN_LINES:
+            cause.texts = shown  # what this failure showed, its cause's later failures need not show again
         return verdicts
 
     def _fill_small_gaps(self, verdicts: list[int]) -> None:
@@ -375,11 +530,27 @@ class FailureGroups:
         if run is None or not run.cut:
             return
         where = f" ({run.cause.where})" if run.cause.where else ""
-        failures = f"{run.failures} more failure{'s' if run.failures > 1 else ''}"
-        # The engine's gap marker form: the count, what was cut, then the raw lines (their kept ids and reasons
-        # lie among them) where get_episode pages.
-        self._note(f"{run.cut} line{'s' if run.cut > 1 else ''} cut (the rest of {failures} with the cause of "
-                   f"{run.cause.first}{where}), {_span(run.first_line, run.last_line)}", before)
+        shown = run.failures - len(run.whole)
+
+        def text() -> str:
+            """Made when written: by then the runner's own list of failing tests may have named every test cut."""
+            parts = [f"the rest of {shown} more failure{'s' if shown > 1 else ''}"] if shown else []
+            if run.whole:
+                count = len(run.whole)
+                named = ("each named in the list of failing tests below"
+                         if all(name in self._listed_tests for name in run.whole) else _names(run.whole))
+                parts.append(f"{count} more failure{'s' if count > 1 else ''} whole: {named}")
+            # The engine's gap marker form: the count, what was cut, then the raw lines (their ids and reasons
+            # lie among them) where get_episode pages.
+            return (f"{run.cut} line{'s' if run.cut > 1 else ''} cut (failures with the cause of "
+                    f"{run.cause.first}{where}: {'; '.join(parts)}), {_span(run.first_line, run.last_line)}")
+
+        self._note(text, before)
+
+
+def _names(tests: list[str]) -> str:
+    named = ", ".join(tests[:MAX_NAMED])
+    return named if len(tests) <= MAX_NAMED else f"{named} and {len(tests) - MAX_NAMED} more"
 
 
 def _span(first: int, last: int) -> str:

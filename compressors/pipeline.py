@@ -57,6 +57,8 @@ _TEMPLATE = re.compile(r"\[\[(.*?)\]\]|\{(\w+)\}", re.S)
 
 # HELD: in a failure report not yet decided (see failure_groups); CUT: removed, a note counts it and its lines.
 KEEP, OMIT, PENDING, DROP, NOTE, HELD, CUT = range(7)
+# What a marker calls `named` lines it cut: their tests' reports (or the list of failing tests) come later.
+NAMED_BELOW = "failing, each reported below"
 # Removal reasons that a gap marker does not spell out (the marker's count says enough).
 _PLAIN_REASONS = frozenset({"head/tail", "item budget", "group budget", "budget", "traceback lines"})
 
@@ -177,6 +179,9 @@ class Pipeline:
         self._diagnostic_hints = re.compile(DIAGNOSTIC_HINTS)
         self._drop = _union(rule.drop)
         self._collapse = [(group.label, _union(group.patterns), group.keep) for group in rule.collapse]
+        self._through = _union([pattern for group in rule.collapse for pattern in group.through])
+        self._through_labels = {group.label for group in rule.collapse if group.through} | {NAMED_BELOW}
+        self._named = [re.compile(group.named) for group in rule.collapse if group.named]
         item = rule.item
         self._item_start = re.compile(item.start) if item and item.start else None
         self._item_key = re.compile(item.key) if item and item.key else None
@@ -386,13 +391,17 @@ class Pipeline:
         else:
             entry.state, entry.reason = CUT, "similar-failure lines"
 
-    def _failure_note(self, text: str, before: _Entry | None) -> None:
+    def _failure_note(self, text: str | Callable[[], str], before: _Entry | None) -> None:
         """A marker line from failure_groups, queued before the held line `before` (the next report's first
         line) or, when None, after everything so far."""
         if before is None:
             self._note(text)
             return
-        note = _Entry(text.encode("utf-8", "surrogateescape"), before.lineno)  # a NOTE's line is its text
+        if callable(text):
+            note = _Entry(b"", before.lineno)
+            note.note = text
+        else:
+            note = _Entry(text.encode("utf-8", "surrogateescape"), before.lineno)  # a NOTE's line is its text
         note.state = NOTE
         note.blank = True
         for index in range(len(self._buffer) - 1, -1, -1):
@@ -717,7 +726,11 @@ class Pipeline:
                 self._flush_gap()
             self._marker(text)
             return
-        self._flush_gap()
+        if self._named_elsewhere(entry):
+            self._add_gap(entry.lineno, entry.lineno + entry.repeats, {NAMED_BELOW: count})
+            return
+        if not self._passes_through(entry):
+            self._flush_gap()
         if self._write_row(entry):
             self._last_written = entry.lineno
             return
@@ -728,6 +741,23 @@ class Pipeline:
             self.removed["repeats"] = self.removed.get("repeats", 0) + entry.repeats
             if not entry.blank:
                 self._marker(f"previous line repeated {entry.repeats} more time{'s' if entry.repeats > 1 else ''}")
+
+    def _named_elsewhere(self, entry: _Entry) -> bool:
+        """A collapse group's `named` line whose failing test a report or the runner's list names by now, beside
+        lines cut already (alone, its marker would cost more than the line)."""
+        if not self._named or self._failures is None or not self._gap or entry.state != KEEP or entry.repeats:
+            return False
+        text = entry.line[:MATCH_CHARS].decode("utf-8", "surrogateescape")
+        for pattern in self._named:
+            found = pattern.search(text)
+            if found is not None:
+                return self._failures.names(found.group(1))
+        return False
+
+    def _passes_through(self, entry: _Entry) -> bool:
+        """Whether the gap waiting for its marker goes on past this kept line (a collapse group's `through`)."""
+        return (self._through is not None and bool(self._gap) and self._gap.keys() <= self._through_labels
+                and self._through.search(entry.line[:MATCH_CHARS].decode("utf-8", "surrogateescape")))
 
     def _add_gap(self, first: int, last: int, reasons: dict[str, int]) -> None:
         if not self._gap:

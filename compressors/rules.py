@@ -110,11 +110,19 @@ def _has_flag(args: tuple[str, ...], flag: str) -> bool:
 
 
 class Collapse(NamedTuple):
-    """A run of consecutive lines each matching one of `patterns` keeps its first `keep` lines."""
+    """A run of consecutive lines each matching one of `patterns` keeps its first `keep` lines.
+
+    `through`: kept lines that do not end the run's marker (`pytest -v`'s FAILED lines among the PASSED ones):
+    the run's cut lines on both sides of them are named by one marker after them, over the whole raw range,
+    rather than one marker between every two of them."""
 
     label: str
     patterns: tuple[str, ...]
     keep: int = 0
+    through: tuple[str, ...] = ()
+    # A `through` line whose test (group 1) a failure report or the runner's list of failing tests names, by
+    # the time the line is written, is cut with the run: `pytest -v`'s `id FAILED` when the report follows.
+    named: str | None = None
 
 
 class Item(NamedTuple):
@@ -215,6 +223,15 @@ class Failures(NamedTuple):
     # Lines of traceback detail over all first-of-a-cause reports (at most the rule's budget lines); past it they
     # keep only reasons. Spent before the rule's `Budget`, which never cuts what this operation keeps.
     budget: int = 60
+    # A line outside the reports naming one failing test (group 1) and its reason (group 2): pytest's short
+    # summary `FAILED id - reason`. Of consecutive such lines, those whose reason an earlier one already gave are
+    # cut and named (their ids) by one note per reason. Without a group 2, the reason is the next line's, if it
+    # matches `listing_reason` (group 1, or all of it): vitest's `× test` over `→ reason`.
+    listing: str | None = None
+    listing_reason: str | None = None
+    # Report starts on consecutive lines are one report naming several tests (vitest lists every test that
+    # failed with one error above it); the first of a cause shows its first test and a note names the others.
+    stacked: bool = False
 
 
 class Rule(NamedTuple):
@@ -248,7 +265,9 @@ class Rule(NamedTuple):
         fields = dict(plain)
         fields["match"] = tuple(Match(**{key: tuple(value) for key, value in match.items()})
                                 for match in plain["match"])
-        fields["collapse"] = tuple(Collapse(c["label"], tuple(c["patterns"]), c["keep"]) for c in plain["collapse"])
+        fields["collapse"] = tuple(Collapse(c["label"], tuple(c["patterns"]), c["keep"], tuple(c.get("through", ())),
+                                            c.get("named"))
+                                   for c in plain["collapse"])
         item = plain["item"]
         fields["item"] = Item(**{**item, "drop": tuple(item["drop"]), "tally": tuple(map(tuple, item["tally"])),
                                  "fields": tuple(map(tuple, item["fields"]))}) if item else None
@@ -272,7 +291,7 @@ _RULE_KEYS = {
     "item", "group", "failures", "head", "tail", "budget", "columns",
 }
 _MATCH_KEYS = {"program", "subcommand", "args_any", "args_none", "options_with_value"}
-_COLLAPSE_KEYS = {"label", "patterns", "keep"}
+_COLLAPSE_KEYS = {"label", "patterns", "keep", "through", "named"}
 _ITEM_KEYS = {"start", "key", "end", "drop", "count", "head", "tail", "label", "summary", "tally", "index",
               "index_title", "fields", "digest"}
 _GROUP_KEYS = {"by", "keep", "path", "depth", "section", "extensions"}
@@ -404,6 +423,8 @@ def _collapse(check: _Checker, entry: Any, index: int) -> dict[str, Any]:
         "label": entry["label"],
         "patterns": check.strings(entry["patterns"], f"{where}.patterns", patterns=True),
         "keep": check.count(entry.get("keep", 0), f"{where}.keep"),
+        "through": check.strings(entry.get("through", []), f"{where}.through", patterns=True),
+        "named": check.pattern(entry["named"], f"{where}.named") if "named" in entry else None,
     }
 
 
@@ -516,6 +537,9 @@ def _failures(check: _Checker, value: Any) -> dict[str, Any]:
     for key in ("frame", "frame_after"):
         if plain[key] is not None and _group_count(plain[key]) < 2:
             raise ValueError(f"failures.{key} needs two groups: the path and the line number")
+    if plain["listing"] is not None and _group_count(plain["listing"]) < (1 if plain["listing_reason"] else 2):
+        raise ValueError("failures.listing needs two groups, the test id and its reason (or one, the test id, "
+                         "with failures.listing_reason matching the line after it)")
     return plain
 
 

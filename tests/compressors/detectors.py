@@ -70,24 +70,65 @@ STRUCTURAL: list[Callable[[bytes, bytes], list[str]]] = [kept_lines_unaltered, c
 _ERROR_HEADS = [re.compile(pattern) for pattern in (
     r"^\s*Traceback \(most recent call last\):",
     r"^(?:E\s+)?(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)(?::|$)",  # the exception a traceback ends with
+    r"panicked at |^panic: ",
+    r"(?i)^(?:\S+:\d+(?::\d+)?: )?(?:error|fatal)(?:\[\w+\])?: ",  # compilers and tools
+)]
+# A failing test's report starts with a line naming it; the test must stay named (`failing_tests_named`), but when
+# its report says nothing its cause's first report does not, the line itself may go.
+_FAILURE_HEADS = [re.compile(pattern) for pattern in (
     r"^_{3,} .+ _{3,}$",  # pytest failure section
     r"^(?:FAIL|ERROR): \S",  # unittest failure section
     r"^\s*--- FAIL: ",  # go
     r"^---- .+ ----$",  # cargo test's captured output of a failing test
-    r"panicked at |^panic: ",
     r"^\s*● ",  # jest failure
     r"^\s*(?:×|✕) ",  # vitest, jest failing test
-    r"(?i)^(?:\S+:\d+(?::\d+)?: )?(?:error|fatal)(?:\[\w+\])?: ",  # compilers and tools
 )]
-_WARNING = re.compile(r"\b[A-Z]\w*Warning\b|(?i:^\s*warning\b|\bwarning(?:\[\w+\])?: )")
 
 
 def error_heads_survive(raw: bytes, compressed: bytes) -> list[str]:
-    """Every occurrence of an error, failure or traceback head is kept."""
-    needed = Counter(line for line in lines_of(raw) if any(p.search(text(line)) for p in _ERROR_HEADS))
-    kept = Counter(output_lines(compressed)[0])
-    return [f"error head lost ({count - kept[line]} of {count}): {text(line)[:120]!r}"
-            for line, count in needed.items() if kept[line] < count]
+    """Every distinct error or traceback head is kept at least once. Fifty tests failing with one word-for-word
+    error show it once; the tests that share it are named (`failing_tests_named`), and the raw lines paged.
+    Indentation makes no head distinct (a doctest's report indents the traceback it caught)."""
+    needed = dict.fromkeys(line.strip() for line in lines_of(raw) if any(p.search(text(line)) for p in _ERROR_HEADS)
+                           and not any(p.search(text(line)) for p in _FAILURE_HEADS))
+    kept = {line.strip() for line in output_lines(compressed)[0]}
+    return [f"error head lost: {text(line)[:120]!r}" for line in needed if line not in kept]
+
+
+def failure_heads_named(raw: bytes, compressed: bytes) -> list[str]:
+    """Every failure report's head is kept or names its test in a codeoid line (a group's note)."""
+    kept, added = output_lines(compressed)
+    kept_set = set(kept)
+    notes = "\n".join(added)
+    problems = []
+    for line in dict.fromkeys(lines_of(raw)):
+        head = text(line)
+        if line in kept_set or not any(p.search(head) for p in _FAILURE_HEADS):
+            continue
+        name = _failure_name(head)
+        if not name or not (re.search(rf"(?:^|\s){re.escape(name)}(?:[,;)]|$)", notes, re.M)
+                            or _pytest_id_named(name, compressed)):
+            problems.append(f"failure head neither kept nor named: {head[:120]!r}")
+    return problems
+
+
+_WARNING = re.compile(r"\b[A-Z]\w*Warning\b|(?i:^\s*warning\b|\bwarning(?:\[\w+\])?: )")
+
+
+def _pytest_id_named(name: str, compressed: bytes) -> bool:
+    """pytest heads a report `Class.test[params]`; its node id, `path::Class::test[params]`, names it too."""
+    function, bracket, params = name.partition("[")
+    return f"::{function.replace('.', '::')}{bracket}{params}".encode() in compressed
+
+
+def _failure_name(head: str) -> str:
+    """The test a failure head names: the text between its decorations."""
+    for pattern in (r"^_{3,} (.+?) _{3,}$", r"^(?:FAIL|ERROR): (.+)$", r"^\s*--- FAIL: (\S+)",
+                    r"^---- (.+?) (?:stdout|stderr) ----$", r"^\s*● (.+)$", r"^\s*(?:×|✕) (.+?)(?: \d+ ?m?s)?$"):
+        found = re.search(pattern, head)
+        if found:
+            return found.group(1).strip()
+    return ""
 
 
 def warnings_survive(raw: bytes, compressed: bytes) -> list[str]:
@@ -230,7 +271,7 @@ def search_files_named_with_counts(raw: bytes, compressed: bytes) -> list[str]:
 
 
 DETECTORS_BY_KIND: dict[str, list[Callable[[bytes, bytes], list[str]]]] = {
-    "tests": [error_heads_survive, warnings_survive, failing_tests_named],
+    "tests": [error_heads_survive, failure_heads_named, warnings_survive, failing_tests_named],
     "git-status": [status_files_named],
     "git-diff": [diff_files_named, diff_files_named_with_counts],
     "git-log": [],

@@ -19,9 +19,11 @@ FIXTURES = Path(__file__).parents[1] / "fixtures" / "compress"
 COMMANDS = {entry["name"]: entry["command"]
             for entry in json.loads((FIXTURES / "manifest.json").read_text())["fixtures"]}
 RULES = load_rules(user_dir="/nonexistent/codeoid-user-rules")
-# The engine's gap marker form: count, what was cut, raw lines.
-NOTE = re.compile(r"(\d+) lines? cut \(the rest of (\d+) more failures? with the cause of (.+?)(?: \((\S+)\))?\), "
-                  r"raw lines? (\d+)(?:-(\d+))?$")
+# The engine's gap marker form: count, what was cut (the failures partly shown, those cut whole by name), raw lines.
+NOTE = re.compile(r"(?P<cut>\d+) lines? cut \(failures with the cause of (?P<first>.+?)(?: \((?P<where>\S+)\))?: "
+                  r"(?:the rest of (?P<shown>\d+) more failures?)?(?:; )?"
+                  r"(?:(?P<whole>\d+) more failures? whole: (?P<names>.+))?\), "
+                  r"raw lines? (?P<start>\d+)(?:-(?P<end>\d+))?$")
 
 PYTEST_LIKE = """
 [[rule]]
@@ -92,13 +94,14 @@ def test_forty_failures_of_one_cause_keep_one_traceback_every_id_and_error_line_
         assert f" test_case_{n} " in text and f"E       ValueError: bad value '{n:x}' at 0x{n:08x}" in text
     notes = [found for line in output_lines(out)[1] if (found := NOTE.search(line))]
     assert len(notes) == 1
-    cut, count, first, where, start, end = notes[0].groups()
-    assert (int(count), first, where) == (39, "test_case_1", "pkg/core.py:12")
+    note = notes[0]
+    assert (int(note["shown"]), note["whole"], note["first"], note["where"]) == (39, None, "test_case_1",
+                                                                                 "pkg/core.py:12")
     # The note's raw range runs from the second failure's first cut line to the last failure's last one.
     raw_lines = lines_of(raw)
-    assert raw_lines[int(start) - 1] == b"    def test_case_2():"
-    assert raw_lines[int(end) - 1] == b"pkg/core.py:12: ValueError"
-    assert int(cut) == result.removed["similar-failure lines"]
+    assert raw_lines[int(note["start"]) - 1] == b"    def test_case_2():"
+    assert raw_lines[int(note["end"]) - 1] == b"pkg/core.py:12: ValueError"
+    assert int(note["cut"]) == result.removed["similar-failure lines"]
     assert len(out) < len(raw) / 2
 
 
@@ -114,7 +117,7 @@ def test_a_failure_of_another_cause_gets_its_own_traceback_and_ends_the_run() ->
     notes = [index for index, line in enumerate(lines) if NOTE.search(line)]
     other = lines.index(f"{'_' * 20} test_other {'_' * 20}")
     # test_a2-3 end their run before test_other; test_a4-5 make a new one after it.
-    assert [int(NOTE.search(lines[index]).group(2)) for index in notes] == [2, 2]
+    assert [int(NOTE.search(lines[index])["shown"]) for index in notes] == [2, 2]
     assert notes[0] < other < notes[1]
 
 
@@ -214,7 +217,9 @@ program = "mocha"
     assert violations("tests", raw, out) == []
     assert output_lines(out)[0][-1] == b"      at process.processImmediate (node:internal/timers:483:21)"
     note = next(found for line in output_lines(out)[1] if (found := NOTE.search(line)))
-    assert int(note.group(1)) == result.removed["similar-failure lines"]
+    assert int(note["cut"]) == result.removed["similar-failure lines"]
+    # The nineteen later failures say nothing the first does not: each is cut whole and named by the note.
+    assert note["whole"] == "19" and note["names"] == ", ".join(f"{n}) suite" for n in range(2, 21))
 
 
 def test_a_report_too_long_to_hold_is_decided_as_far_as_it_came_and_the_rest_goes_to_the_budget() -> None:
@@ -255,9 +260,12 @@ def test_collection_errors_of_one_cause_are_grouped_and_every_one_is_named() -> 
     assert violations("tests", raw, out) == []
     text = out.decode()
     assert text.count("from app.missing import thing") == 1
-    assert text.count("E   ModuleNotFoundError: No module named 'app.missing'") == 12
+    # One error line, word for word the same twelve times, is shown once; every module is named.
+    assert text.count("E   ModuleNotFoundError: No module named 'app.missing'") == 1
     assert all(f"ERROR collecting tests/test_mod{n}.py" in text for n in range(12))
-    assert "11 more failures with the cause of ERROR collecting tests/test_mod0.py (app/core.py:7)" in text
+    # Each module's own ImportError line (it names the module) stays under its header; the rest is cut.
+    assert all(f"ImportError while importing test module '/srv/app/tests/test_mod{n}.py'." in text for n in range(12))
+    assert "failures with the cause of ERROR collecting tests/test_mod0.py (app/core.py:7): the rest of 11 more" in text
 
 
 def test_streamed_and_held_outputs_are_the_same() -> None:
@@ -271,8 +279,8 @@ def test_streamed_and_held_outputs_are_the_same() -> None:
 @pytest.mark.parametrize("name", ["pytest_regression_quiet", "pytest_regression", "unittest_regression",
                                   "jest_regression", "mocha_regression", "go_test_regression"])
 def test_one_regression_costs_a_few_kb_beyond_the_lines_the_contract_keeps(name: str) -> None:
-    """Each failing test keeps its id and error lines (the contract); everything else of ~50 failures with one
-    cause (the one traceback, the notes) fits in a few KB."""
+    """Each failing test is named and each distinct error line kept (the contract); everything else of ~50
+    failures with one cause (the one traceback, what the notes say beside the names) fits in a few KB."""
     raw = (FIXTURES / f"{name}.out").read_bytes()
     rule = RULES.for_command(COMMANDS[name])
     assert rule is not None and rule.failures is not None
@@ -281,7 +289,8 @@ def test_one_regression_costs_a_few_kb_beyond_the_lines_the_contract_keeps(name:
     required = re.compile(r"^(?:_{3,} .+ _{3,}|E\s+\w*Error|FAILED |(?:FAIL|ERROR): |\s*Traceback \(|\w*Error: |"
                           r"\s*● |\s*\d+\) |\s*--- FAIL: |\s+\S+\.go:\d+: |\s+\w*Error\b|\s*✕ )")
     beyond = sum(len(line) + 1 for line in kept if not required.match(line.decode(errors="replace")))
-    beyond += sum(len(line) + 1 for line in added)
+    # A note's list of the tests it cut (after "whole: " or "same reason as X: ") is the ids the contract keeps.
+    beyond += sum(len(re.split(r" whole: | the same reason as \S+: ", line)[0]) + 1 for line in added)
     assert beyond < 8000, beyond
 
 
@@ -302,3 +311,87 @@ def test_marker_lines_are_the_only_lines_added() -> None:
     out, _ = compress_bytes(make_rule(PYTEST_LIKE % {"budget": 60}), raw)
     raw_set = set(lines_of(raw))
     assert all(line in raw_set or line.startswith(MARKER) for line in lines_of(out))
+
+
+def test_later_failures_with_the_same_message_are_cut_whole_and_named_by_the_note() -> None:
+    """Fifty tests failing with one message word for word: one traceback, one error line, every test named."""
+    raw = pytest_run(*(failure(f"test_case_{n}", 7) for n in range(1, 51)))
+    summary = lines_of(raw).index(b"=" * 20 + b" short test summary info " + b"=" * 20) + 1
+    rule = RULES.for_command("pytest")
+    assert rule is not None
+    out, _ = compress_bytes(rule, raw)
+    assert violations("tests", raw, out) == []
+    text = out.decode()
+    assert text.count("E       ValueError: bad value '7' at 0x00000007") == 1
+    assert text.count(">       raise ValueError") == 1
+    note = next(found for line in output_lines(out)[1] if (found := NOTE.search(line)))
+    # The summary below names each of them by its node id, so the note need not say them again.
+    assert note["whole"] == "49" and note["names"] == "each named in the list of failing tests below"
+    # The short summary keeps its first line for the reason; a note names every other test with it.
+    assert text.count("FAILED tests/test_parse.py::test_case_") == 1
+    listed = next(line for line in output_lines(out)[1] if "the same reason as" in line)
+    assert listed == ("[codeoid] 49 lines cut (the same reason as tests/test_parse.py::test_case_1: "
+                      + ", ".join(f"tests/test_parse.py::test_case_{n}" for n in range(2, 51))
+                      + f"), raw lines {summary + 2}-{summary + 50}")
+    assert len(out) < 5000
+
+
+def test_a_reason_on_the_line_below_joins_the_listing_and_stacked_headers_are_one_report() -> None:
+    """vitest: `× test` over `→ reason` keeps one pair per reason; `FAIL` lines stacked over one error are one
+    report whose other tests a note names."""
+    listing = []
+    for n in range(30):
+        listing += [f"   × suite > case {n} {n}ms", "     → numeric.match is not a function"]
+    listing += ["   × suite > odd one 1ms", "     → expected false to be true"]
+    stacked = [f" FAIL  t.test.js > suite > case {n}" for n in range(30)]
+    raw = ("\n".join([" ❯ t.test.js (31 tests | 31 failed) 12ms", *listing, "", "⎯⎯⎯ Failed Tests 31 ⎯⎯⎯", "",
+                      *stacked, "TypeError: numeric.match is not a function",
+                      " ❯ compareIdentifiers lib/identifiers.js:3:24", " ❯ t.test.js:7:19", "⎯⎯⎯[1/2]⎯",
+                      " FAIL  t.test.js > suite > odd one", "AssertionError: expected false to be true",
+                      " ❯ t.test.js:9:46", "⎯⎯⎯[2/2]⎯", " Test Files  1 failed (1)",
+                      "      Tests  31 failed (31)"]) + "\n").encode()
+    rule = RULES.for_command("npx vitest run")
+    assert rule is not None
+    out, _ = compress_bytes(rule, raw)
+    assert violations("tests", raw, out) == []
+    text = out.decode()
+    assert text.count("→ numeric.match is not a function") == 1 and "→ expected false to be true" in text
+    assert "   × suite > case 0 0ms" in text and "   × suite > case 1 1ms" not in text
+    assert "(the same reason as suite > case 0: " + ", ".join(f"suite > case {n}" for n in range(1, 30)) in text
+    assert " FAIL  t.test.js > suite > case 0" in text and " FAIL  t.test.js > suite > case 1\n" not in text
+    assert ("(tests failing with this same report: " + ", ".join(f"t.test.js > suite > case {n}"
+                                                                for n in range(1, 30))) in text
+
+
+def test_failing_lines_among_passing_ones_share_one_marker_over_the_whole_range() -> None:
+    """`pytest -v`: the FAILED lines stay, the PASSED ones around them are named by one marker after them."""
+    progress = [f"tests/test_a.py::test_{n} {'FAILED' if n % 25 == 3 else 'PASSED'}{' ' * 20}[ {n // 2:2}%]"
+                for n in range(200)]
+    raw = ("\n".join(["=" * 20 + " test session starts " + "=" * 20, "collected 200 items", "", *progress, "",
+                      "=" * 20 + " 8 failed, 192 passed in 1.0s " + "=" * 20]) + "\n").encode()
+    rule = RULES.for_command("pytest -v")
+    assert rule is not None
+    out, _ = compress_bytes(rule, raw)
+    assert violations("tests", raw, out) == []
+    kept, added = output_lines(out)
+    assert [line.split()[0].decode() for line in kept if b"FAILED" in line] == [
+        f"tests/test_a.py::test_{n}" for n in range(3, 200, 25)]
+    assert added == ["[codeoid] 192 lines cut (passed/skipped tests), raw lines 4-203"]
+
+
+def test_a_failing_line_whose_report_follows_joins_the_passing_ones_cut_around_it() -> None:
+    """`pytest -v`: a FAILED progress line says nothing its report below does not; with the report there, it is
+    cut with the PASSED lines around it and the marker counts it. Without a report it stays (test above)."""
+    progress = [f"tests/test_parse.py::test_case_{n} FAILED{' ' * 20}[ {n}%]" for n in range(1, 4)]
+    passing = [f"tests/test_parse.py::test_ok_{n} PASSED{' ' * 20}[ 50%]" for n in range(40)]
+    raw = pytest_run(*(failure(f"test_case_{n}", n) for n in range(1, 4)))
+    head, _, rest = raw.partition(b"collected 90 items\n")
+    lines = [passing[0], progress[0], *passing[1:20], progress[1], progress[2], *passing[20:]]
+    raw = head + b"collected 90 items\n" + "\n".join(lines).encode() + b"\n" + rest
+    rule = RULES.for_command("pytest -v")
+    assert rule is not None
+    out, _ = compress_bytes(rule, raw)
+    assert violations("tests", raw, out) == []
+    assert b"FAILED " + b" " * 20 not in out and out.count(b"____ test_case_") == 3
+    marker = next(line for line in output_lines(out)[1] if "passed/skipped" in line)
+    assert marker == "[codeoid] 43 lines cut (40 passed/skipped tests, 3 failing, each reported below), raw lines 3-45"
