@@ -319,3 +319,19 @@ def test_a_rotation_sweep_of_the_window_that_started_the_service_spares_it(memor
     window.wait(30)
     running = lifecycle.running_service()
     assert running is not None and running.pid == pid
+
+
+def test_the_service_process_loads_neither_the_mcp_sdk_pydantic_nor_chromadb(tmp_path: Path) -> None:
+    """What the service imports to serve, index and build workspace indexes; the SDK, pydantic and chromadb's client
+    cost it ~80 MB between them before it learnt to do without (benchmarks/memory_service.py)."""
+    done = subprocess.run([sys.executable, "-c", (
+        "import sys\n"
+        "import codeoid.service.daemon, codeoid.service.app, codeoid.memory.indexer, codeoid.memory.index_builder\n"
+        "import codeoid.memory.workspace_index, codeoid.memory.vector_index, codeoid.memory.embedding\n"
+        "print(' '.join(sorted({name.split('.')[0] for name in sys.modules})))")],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path,
+        env={**os.environ, "CODEOID_HOME": str(tmp_path / "h")})
+    assert done.returncode == 0, done.stderr
+    loaded = set(done.stdout.split())
+    assert "starlette" in loaded  # the measurement sees the service's own stack
+    assert not loaded & {"mcp", "mcp_types", "pydantic", "pydantic_core", "chromadb", "httpx"}
