@@ -21,6 +21,9 @@ from pathlib import Path
 from typing import Any
 
 BIN = Path(sys.executable).parent
+# `ls -l` of 300 files (about 15 KB): the built-in ls rule compresses it after the fact when the rewrite did not.
+LISTING = "total 1200\n" + "".join(f"-rw-r--r-- 1 dev dev {i % 97 + 8} Dec  1 14:53 mod_{i:03d}.py\n"
+                                     for i in range(300)).rstrip("\n")
 ONE_MB_RESULT = "".join(f"line {i:06d} of a large tool result, all of it kept verbatim\n" for i in range(17_500))
 
 
@@ -35,6 +38,10 @@ def payloads(project: str, transcript: str) -> dict[str, Callable[[int], dict[st
                                           "tool_use_id": f"small{i}", "tool_input": {"command": "git status"},
                                           "tool_response": {"stdout": "On branch main\nnothing to commit\n",
                                                             "stderr": "", "interrupted": False}},
+        "PostToolUse (Bash, compressed after the fact)": lambda i: {
+            **base, "hook_event_name": "PostToolUse", "tool_name": "Bash", "tool_use_id": f"listing{i}",
+            "tool_input": {"command": "cd src && ls -l"},
+            "tool_response": {"stdout": LISTING, "stderr": "", "interrupted": False}},
         "PostToolUse (1 MB result)": lambda i: {**base, "hook_event_name": "PostToolUse", "tool_name": "Read",
                                                 "tool_use_id": f"big{i}", "tool_input": {"file_path": "/p/big.log"},
                                                 "tool_response": {"type": "text", "file": {

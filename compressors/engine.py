@@ -8,13 +8,14 @@ would not make smaller; both are decided by holding the first `hold_bytes` befor
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import NamedTuple
 
 from codeoid.compressors.pipeline import MARKER, MarkerCollision, Pipeline
 from codeoid.compressors.rules import Rule
 
-__all__ = ["MARKER", "CompressResult", "CompressionError", "Compressor", "Thresholds", "compress_bytes"]
+__all__ = ["MARKER", "CompressResult", "CompressionError", "Compressor", "Thresholds", "compress_bytes", "footer",
+           "thresholds_from"]
 
 
 class CompressionError(Exception):
@@ -65,6 +66,26 @@ class CompressResult(NamedTuple):
 
 
 DEFAULT_THRESHOLDS = Thresholds()
+
+
+def thresholds_from(env: Mapping[str, str]) -> Thresholds:
+    """The engine's defaults, with the global budget (for rules whose TOML sets none) from CODEOID_BUDGET_LINES
+    and CODEOID_BUDGET_BYTES; a value that is not a whole number is ignored."""
+    budget = {}
+    for key, name in (("budget_lines", "CODEOID_BUDGET_LINES"), ("budget_bytes", "CODEOID_BUDGET_BYTES")):
+        value = env.get(name, "").strip()
+        if value.isdigit():
+            budget[key] = int(value)
+    return Thresholds()._replace(**budget)
+
+
+def footer(raw_id: str, description: str) -> str:
+    """The last line of a compressed output, after `MARKER`: what was removed and how to page the raw bytes.
+    `codeoid-compress` and the after-the-fact PostToolUse compression name their raw output the same way."""
+    return (f"{description}. Exact output: {raw_id} (get_episode(\"{raw_id}\"), "
+            f"or `codeoid show {raw_id} --raw`)")
+
+
 _HOLD, _STREAM, _PASS = range(3)
 
 

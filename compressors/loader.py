@@ -36,7 +36,8 @@ if TYPE_CHECKING:
     from codeoid.compressors.command import Invocation
     from codeoid.compressors.rule_files import Layer, Plain
 
-__all__ = ["BUILTIN_DIR", "RuleSet", "default_user_dir", "load_rules", "read_rule_file", "report_errors", "rule_set"]
+__all__ = ["BUILTIN_DIR", "RuleSet", "default_user_dir", "load_rules", "read_rule_file", "report_errors", "rule_for",
+           "rule_set"]
 
 
 class RuleSet(NamedTuple):
@@ -99,6 +100,15 @@ def report_errors(rules: RuleSet, *, to_stderr: bool) -> None:
 
         for error in rules.errors:
             print(f"codeoid-compress: {error} (this rule file is skipped; the other rules apply)", file=sys.stderr)
+
+
+def rule_for(invocation: Invocation, cached: Plain | None, *, project_dir: str, cache_dir: str) -> Rule | None:
+    """The rule a hook compresses `invocation`'s output with: from the cache `rule_files.current_cache` gave (or
+    the files, rebuilding it), broken files reported to the log only (a hook never prints on stderr). Both
+    compressing hooks, the rewrite and the after-the-fact PostToolUse, choose through this one function."""
+    rules = rule_set(cached) if cached is not None else load_rules(project_dir=project_dir, cache_dir=cache_dir)
+    report_errors(rules, to_stderr=False)
+    return rules.match(invocation)
 
 
 def rule_set(plain: Plain) -> RuleSet:

@@ -23,7 +23,7 @@ import sqlite3
 import time
 from collections.abc import Callable, Iterable
 
-from codeoid.compressors.engine import MARKER, Compressor, Thresholds
+from codeoid.compressors.engine import MARKER, Compressor, Thresholds, footer
 from codeoid.compressors.rules import Rule
 from codeoid.log import log
 from codeoid.store import db as store_db
@@ -114,9 +114,9 @@ class Relay:
                     self._emit_derived(out)
                 else:
                     self._emit(b"".join(self._held))  # compressed but not archived: the raw held bytes instead
-        footer = self._footer_bytes(self._compressor.result.describe()) if self._derived else b""
-        self._close_archive(exit_status, shown_size=self.shown_size + len(footer))
-        self._emit(footer)
+        closing = self._footer_bytes(self._compressor.result.describe()) if self._derived else b""
+        self._close_archive(exit_status, shown_size=self.shown_size + len(closing))
+        self._emit(closing)
 
     def interrupt(self) -> None:
         """SIGTERM/SIGINT: write what the engine still holds, raw, at once; keep what is archived."""
@@ -134,11 +134,6 @@ class Relay:
                 record_shown(self._db, self.spec.raw_id, rule=self._rule_applied(), shown_size=self.shown_size)
             except (store_db.StoreUnavailable, sqlite3.Error):
                 pass  # the ledger then counts this run as saving nothing; the output is what matters now
-
-    def footer(self, description: str) -> str:
-        raw_id = self.spec.raw_id
-        return (f"{description}. Exact output: {raw_id} (get_episode(\"{raw_id}\"), "
-                f"or `codeoid show {raw_id} --raw`)")
 
     # -- archive -------------------------------------------------------------------------------------------------
 
@@ -208,7 +203,7 @@ class Relay:
 
     def _footer_bytes(self, description: str) -> bytes:
         newline = b"" if self._ends_with_newline else b"\n"
-        return newline + MARKER + self.footer(description).encode("utf-8", "surrogateescape") + b"\n"
+        return newline + MARKER + footer(self.spec.raw_id, description).encode("utf-8", "surrogateescape") + b"\n"
 
     def _emit_derived(self, data: bytes) -> None:
         """The engine's output (possibly empty: it may hold or omit lines); once the archive exists, whatever is

@@ -21,6 +21,8 @@ if TYPE_CHECKING:
     Signature = list[list[tuple[str, int, int]]]
     Plain = tuple[list[dict[str, Any]], list[tuple[str, int | None, str]]]
 
+# Characters that end or surround a shell word: what is left between them are the words a program name can be.
+_SHELL_PUNCTUATION = str.maketrans({character: " " for character in "'\"`$;&|()<>{}=\n\t"})
 BUILTIN_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "rules")
 # Bump when the plain form of a rule changes, so old caches are not read.
 CACHE_FORMAT = 4
@@ -95,6 +97,22 @@ def programs_of(plain: Plain) -> frozenset[str]:
     """Every program name an enabled rule matches on."""
     return frozenset(program for rule in plain[0] if rule["enabled"]
                      for match in rule["match"] for program in match["program"])
+
+
+def may_apply(command: str, cached: Plain | None) -> bool:
+    """False only when no rule can apply to `command`: no word of it is a program an enabled rule matches on.
+
+    Rules match the resolved program's basename (after `VAR=x` prefixes, launchers, pipelines), and that name
+    is always one of the command's words once quotes and shell punctuation are taken away; a backslash could
+    spell it some other way, so a command with one is never ruled out. Without a current rule cache (`cached`
+    None: the first call, or rule files just edited) nothing is ruled out and the caller's full path rebuilds it.
+    Both compressing hooks ask this first, with `os` and `marshal` alone: most commands stop here.
+    """
+    if cached is None or "\\" in command:
+        return True
+    programs = programs_of(cached)
+    words = command.translate(_SHELL_PUNCTUATION).split()
+    return any(os.path.basename(word) in programs for word in words)
 
 
 def _marshalable(signature: Signature) -> tuple[Any, ...]:

@@ -19,11 +19,8 @@ import select
 import shlex
 import signal
 import sys
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Protocol
-
-if TYPE_CHECKING:
-    from codeoid.compressors.engine import Thresholds
+from collections.abc import Sequence
+from typing import Protocol
 
 READ_BYTES = 1 << 20
 SIGNALS = (signal.SIGTERM, signal.SIGINT)
@@ -108,6 +105,7 @@ def _sink_for(args: argparse.Namespace, command: str) -> Sink:
     """A relay through the rule that applies, or a passthrough when there is none or it cannot be set up."""
     try:
         from codeoid import paths
+        from codeoid.compressors.engine import thresholds_from
         from codeoid.compressors.loader import load_rules, report_errors
         from codeoid.compressors.relay import RawOutputSpec, Relay
         from codeoid.exclusions import excluded_by
@@ -127,19 +125,6 @@ def _sink_for(args: argparse.Namespace, command: str) -> Sink:
     except Exception:  # noqa: BLE001 - whatever is broken, the command's output still gets through
         _log_failure("setting up")
         return Passthrough()
-
-
-def thresholds_from(env: Mapping[str, str]) -> Thresholds:
-    """The engine's defaults, with the global budget (for rules whose TOML sets none) from CODEOID_BUDGET_LINES
-    and CODEOID_BUDGET_BYTES; a value that is not a whole number is ignored."""
-    from codeoid.compressors.engine import Thresholds
-
-    budget = {}
-    for key, name in (("budget_lines", "CODEOID_BUDGET_LINES"), ("budget_bytes", "CODEOID_BUDGET_BYTES")):
-        value = env.get(name, "").strip()
-        if value.isdigit():
-            budget[key] = int(value)
-    return Thresholds()._replace(**budget)
 
 
 def _catch_signals() -> int:

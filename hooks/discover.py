@@ -8,9 +8,16 @@ settings) and every byte that went in uncompressed can be put down to one reason
 - not allowed: a rule applies, but the user's permission rules would not have let the command run unasked,
   and codeoid never widens permissions; the allow rule that would let it is named;
 - a construct: the command has a shape the rewrite steps aside from (a redirect, `exec`, a watch mode...);
-- under the size floor: the call went through `codeoid-compress`, which passed an output too small to be
-  worth compressing (or one no rule could shrink) through unchanged;
+- under the size floor: the output was too small to be worth compressing (or no rule could shrink it), whether
+  it went through `codeoid-compress` or was offered to the after-the-fact compression;
 - other: a background run, an excluded project, codeoid-compress or bash missing.
+
+Where the rewrite steps aside (not allowed, a construct, switched off, codeoid-compress missing), PostToolUse
+compresses the output after the fact (`post_tool_use`), so those calls cost the window nothing to speak of any
+more, with two exceptions that only the rewrite can reach, and that the reason then names: a command that failed
+(Claude Code takes no replacement for a failure's output) and an output at Claude Code's 30,000-character cap.
+A call still missed for which the after-the-fact compression would work today ran before it existed or while
+it was switched off: it is reported as such.
 
 Replayed decisions use the settings of today, not of the day the call ran, and the default permission mode
 (the mode a call ran under is not stored); `codeoid discover` says so.
@@ -25,23 +32,36 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from codeoid.compressors import switch
 from codeoid.compressors.command import resolve
 from codeoid.compressors.engine import Thresholds
-from codeoid.hooks import pre_tool_use
+from codeoid.hooks import post_tool_use, pre_tool_use
 
 UNDER_FLOOR = "under the size floor"
 WOULD_NOT_SHRINK = "passed through, would not shrink"
 FLOOR = Thresholds()  # codeoid-compress's own defaults
 OTHER = "other"
-# How the replayed reasons are reported: the hook's finer ones folded into the five the user acts on.
+FAILED = "failed: no replacement after the fact"
+OVER_CAP = f"at Claude Code's {post_tool_use.CAP_CHARS:,}-character cap"
+AFTER_THE_FACT_NOW = "compressed after the fact under today's settings"
+# How the replayed reasons are reported: the hook's finer ones folded into the few the user acts on.
 REASONS = {
     pre_tool_use.NO_RULE: pre_tool_use.NO_RULE,
     pre_tool_use.NOT_ALLOWED: pre_tool_use.NOT_ALLOWED,
+    f"{pre_tool_use.NOT_ALLOWED}; {FAILED}": f"{pre_tool_use.NOT_ALLOWED}; {FAILED}",
+    f"{pre_tool_use.NOT_ALLOWED}; {OVER_CAP}": f"{pre_tool_use.NOT_ALLOWED}; {OVER_CAP}",
     pre_tool_use.CONSTRUCT: pre_tool_use.CONSTRUCT,
+    f"{pre_tool_use.CONSTRUCT}; {FAILED}": f"{pre_tool_use.CONSTRUCT}; {FAILED}",
+    f"{pre_tool_use.CONSTRUCT}; {OVER_CAP}": f"{pre_tool_use.CONSTRUCT}; {OVER_CAP}",
+    pre_tool_use.SWITCHED_OFF: pre_tool_use.SWITCHED_OFF,
     UNDER_FLOOR: UNDER_FLOOR,
     WOULD_NOT_SHRINK: WOULD_NOT_SHRINK,
     pre_tool_use.WRAPPED: "compressed under today's rules",  # rules or permissions changed since the call ran
+    AFTER_THE_FACT_NOW: AFTER_THE_FACT_NOW,  # ran before the after-the-fact compression, or while it was off
 }
+# Where the rewrite steps aside but PostToolUse may still compress the output.
+_LEFT_TO_AFTER = frozenset({pre_tool_use.NOT_ALLOWED, pre_tool_use.CONSTRUCT, pre_tool_use.SWITCHED_OFF,
+                            pre_tool_use.SETUP})
 # Programs whose first argument names what they do: an allow rule for `git diff` should not allow `git push`.
 SUBCOMMAND_PROGRAMS = frozenset({
     "git", "cargo", "go", "npm", "pnpm", "yarn", "bun", "docker", "kubectl", "uv", "poetry", "pip", "pip3",
@@ -102,7 +122,8 @@ class Report:
 
 
 _CALLS = """
-    SELECT e.original_command, e.command, e.text, e.raw_output_id, w.root, r.rule, r.stdout_size, e.input
+    SELECT e.original_command, e.command, e.text, e.raw_output_id, w.root, r.rule, r.stdout_size, e.input,
+           e.is_error
     FROM episodes e
     JOIN workspaces w ON w.id = e.workspace_id
     LEFT JOIN raw_outputs r ON r.id = e.raw_output_id
@@ -121,7 +142,7 @@ def discover(db: sqlite3.Connection, *, workspace_id: int | None, session_id: st
     env = dict(os.environ if env is None else env)
     report = Report()
     rows = db.execute(_CALLS, {"workspace_id": workspace_id, "session_id": session_id, "since": since})
-    for original, ran, text, raw_id, root, rule, stdout_size, tool_input in rows:
+    for original, ran, text, raw_id, root, rule, stdout_size, tool_input, is_error in rows:
         command = original or ran or ""
         shown = len(text.encode("utf-8", "surrogatepass"))
         report.calls += 1
@@ -135,6 +156,9 @@ def discover(db: sqlite3.Connection, *, workspace_id: int | None, session_id: st
             reason, allow_rule = (UNDER_FLOOR if small else WOULD_NOT_SHRINK), None
         else:
             reason, allow_rule = replay(command, root=root, env=env, background=_in_background(tool_input))
+            if reason in _LEFT_TO_AFTER:
+                reason, allow_rule = _after_the_fact(reason, allow_rule, command, text, root=root, env=env,
+                                                     failed=bool(is_error))
         _count(report, REASONS.get(reason, OTHER), command, shown, allow_rule)
     return report
 
@@ -152,6 +176,26 @@ def replay(command: str, *, root: str, env: Mapping[str, str], background: bool 
     if unrestricted != pre_tool_use.WRAPPED:
         return unrestricted, None  # no rule or a construct: permissions were not what stood in the way
     return pre_tool_use.NOT_ALLOWED, allow_rule_for(command)
+
+
+def _after_the_fact(reason: str, allow_rule: str | None, command: str, text: str, *, root: str,
+                    env: Mapping[str, str], failed: bool) -> tuple[str, str | None]:
+    """Why PostToolUse left whole an output the rewrite stepped aside from, replayed on the text the window got;
+    the rewrite's own reason where only the rewrite could have compressed it (the user's remedy is the same)."""
+    if not switch.enabled(env, switch.AFTER):
+        return reason, allow_rule
+    if failed:
+        return f"{reason}; {FAILED}", allow_rule
+    if len(text) >= post_tool_use.CAP_CHARS:
+        return f"{reason}; {OVER_CAP}", allow_rule
+    _, why = post_tool_use.compress(command, text, tool_use_id="codeoid-discover", project_dir=root, env=env)
+    if why == post_tool_use.COMPRESSED:
+        return AFTER_THE_FACT_NOW, None
+    if why in (post_tool_use.UNDER_FLOOR, post_tool_use.WOULD_NOT_SHRINK):
+        return (UNDER_FLOOR if why == post_tool_use.UNDER_FLOOR else WOULD_NOT_SHRINK), None
+    if why == post_tool_use.NO_RULE:
+        return pre_tool_use.NO_RULE, None  # the rewrite stepped aside before it asked: no rule applies anyway
+    return reason, allow_rule
 
 
 def allow_rule_for(command: str) -> str | None:

@@ -1,5 +1,8 @@
 """From hook stdin to the store: parse tolerantly, then hand the event to `codeoid.capture.ingest`.
 
+A Bash call's PostToolUse is first offered to `post_tool_use`, which compresses an output the rewrite left alone;
+the compressed text travels with the event, and the handler stores the raw text before it answers with it.
+
 Input that cannot be read at all is quarantined (kept, never shown to the session) and the reason logged.
 """
 
@@ -39,7 +42,14 @@ def run(event: str, raw: bytes) -> str | None:
         return None
     if exclusions.excluded_by(os.environ.get("CLAUDE_PROJECT_DIR") or _text(payload.get("cwd"))):
         return None  # the user excluded this project: not even a log line says what happened in it
-    spooled = SpooledEvent(event, payload, {k: os.environ[k] for k in ENV_KEYS if k in os.environ}, time.time())
+    received_at = time.time()
+    replacement = None
+    if event == "PostToolUse" and payload.get("tool_name") == "Bash":
+        from codeoid.hooks import post_tool_use
+
+        replacement = post_tool_use.plan(payload, os.environ)[0]  # outside the store's write lock
+    spooled = SpooledEvent(event, payload, {k: os.environ[k] for k in ENV_KEYS if k in os.environ}, received_at,
+                           replacement)
     return write(spooled)
 
 

@@ -12,10 +12,11 @@ precompiled cache), no subprocess (but one `bash -c` per new bash binary, rememb
 read first: when they cannot allow anything (no Bash allow rule, an unsupported mode), the hook answers before
 importing the parser and the rule engine, which are most of its cost.
 
-Stepping aside is always safe, so every doubt is a reason to: a background run, a command the parser does not
-fully understand, stdout already redirected, a command already wrapped, builtins that change the shell around
-the wrapper (`exec`, `trap`, `wait`, `eval`, `source`, `alias`, `shopt`, `set -x`...), interactive or
-long-running programs, and commands no rule would compress anyway.
+Stepping aside is always safe (the output is then compressed after the fact by PostToolUse, `post_tool_use`,
+unless the command fails or its output reaches Claude Code's cap), so every doubt is a reason to: a background
+run, a command the parser does not fully understand, stdout already redirected, a command already wrapped,
+builtins that change the shell around the wrapper (`exec`, `trap`, `wait`, `eval`, `source`, `alias`, `shopt`,
+`set -x`...), interactive or long-running programs, and commands no rule would compress anyway.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import json
 import os
 
 from codeoid import paths
+from codeoid.compressors import switch
 from codeoid.rotation.notice import finish_turn_notice
 
 TYPE_CHECKING = False
@@ -42,6 +44,7 @@ EXCLUDED = "excluded project"
 SETUP = "codeoid-compress or bash missing"
 NOT_ALLOWED = "not allowed by the permission rules"
 CONSTRUCT = "stepped aside for a construct"
+SWITCHED_OFF = "switched off by CODEOID_COMPRESS"
 # Past this the wrapper (which carries the command twice) nears the kernel's limit on one argument.
 MAX_COMMAND_CHARS = 32_000
 # Builtins that act on the shell around the wrapper: its descriptors, traps, jobs, or how the rest is parsed.
@@ -60,8 +63,6 @@ INTERACTIVE = frozenset({
 # Options that keep a program running (watch modes, servers, `--follow`), alone or as `--option=value`.
 FOLLOW_OPTIONS = frozenset({"--watch", "--watchAll", "--watch-all", "--follow", "--looponfail", "--serve"})
 _ASCII_LETTERS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
-# Characters that end or surround a shell word: what is left between them are the words a program name can be.
-_SHELL_PUNCTUATION = str.maketrans({character: " " for character in "'\"`$;&|()<>{}=\n\t"})
 
 
 def run(raw: bytes) -> str | None:
@@ -100,10 +101,12 @@ def decide(payload: dict[str, Any], env: Mapping[str, str]) -> tuple[dict[str, A
         return None, CONSTRUCT
     project_dir = env.get("CLAUDE_PROJECT_DIR") or _str(payload.get("cwd")) or os.getcwd()
     cache_dir = paths.cache_dir()
-    from codeoid.compressors.rule_files import current_cache, programs_of
+    if not switch.enabled(env, switch.REWRITE):
+        return None, SWITCHED_OFF
+    from codeoid.compressors.rule_files import current_cache, may_apply
 
     cached = current_cache(project_dir=project_dir, cache_dir=cache_dir)
-    if cached is not None and not _may_name_a_rule_program(command, programs_of(cached)):
+    if not may_apply(command, cached):
         return None, NO_RULE  # decided with `os` and `marshal` alone: most commands stop here
     from codeoid.exclusions import excluded_by
 
@@ -128,7 +131,7 @@ def decide(payload: dict[str, Any], env: Mapping[str, str]) -> tuple[dict[str, A
     if not permissions.could_allow(mode, rules):
         return None, NOT_ALLOWED  # decided before the parser and the rules are even imported: the common case is cheap
     from codeoid.compressors import command as shell_command
-    from codeoid.compressors.loader import load_rules, report_errors, rule_set
+    from codeoid.compressors.loader import rule_for
     from codeoid.hooks import shell_facts
 
     parsed = shell_command.parse(command)
@@ -137,9 +140,7 @@ def decide(payload: dict[str, Any], env: Mapping[str, str]) -> tuple[dict[str, A
     facts = shell_facts.read(command)
     if not facts.understood or _unsafe_to_wrap(command, facts):
         return None, CONSTRUCT
-    rule_book = rule_set(cached) if cached is not None else load_rules(project_dir=project_dir, cache_dir=cache_dir)
-    report_errors(rule_book, to_stderr=False)  # a hook never prints: the log says it, once per change
-    rule = rule_book.match(parsed.invocation)
+    rule = rule_for(parsed.invocation, cached, project_dir=project_dir, cache_dir=cache_dir)
     if rule is None:
         return None, NO_RULE
     if not permissions.may_allow(command, facts, mode, rules, cwd=_str(payload.get("cwd")), project_dir=project_dir):
@@ -156,20 +157,6 @@ def decide(payload: dict[str, Any], env: Mapping[str, str]) -> tuple[dict[str, A
             "updatedInput": {**tool_input, "command": wrapped},
         }
     }, WRAPPED
-
-
-def _may_name_a_rule_program(command: str, programs: frozenset[str]) -> bool:
-    """False only when no word of `command` is one of `programs`, so no rule can apply.
-
-    Rules match the resolved program's basename (after `VAR=x` prefixes, launchers, pipelines), and that name
-    is always one of the command's words once quotes and shell punctuation are taken away; a backslash could
-    spell it some other way, so a command with one is never ruled out. Without a current rule cache (the first
-    call, or rule files just edited) the caller rules nothing out and the full path rebuilds the cache.
-    """
-    if "\\" in command:
-        return True
-    words = command.translate(_SHELL_PUNCTUATION).split()
-    return any(os.path.basename(word) in programs for word in words)
 
 
 def _unsafe_to_wrap(command: str, facts: ShellFacts) -> bool:

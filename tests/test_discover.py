@@ -36,19 +36,31 @@ class Session:
         return str(json.loads(result.stdout)["hookSpecificOutput"]["updatedInput"]["command"]) if result.stdout \
             else command
 
-    def bash(self, command: str) -> tuple[bool, int]:
-        """Run one call; whether the hook wrapped it, and the bytes of stdout the window received."""
+    def bash(self, command: str, env: dict[str, str] | None = None) -> tuple[bool, int]:
+        """Run one call; whether the hook wrapped it, and the bytes the window received: stdout and stderr merged
+        with the final newline dropped, replaced by the PostToolUse answer if there is one, or for a command
+        that failed, `Exit code N` and the output (PostToolUseFailure, which takes no replacement)."""
+        env = {**self.env, **(env or {})}
         ran = self.decide(command)
-        done = subprocess.run(["/bin/bash", "-c", ran], capture_output=True, cwd=self.project,
-                              env={**os.environ, **self.env}, timeout=300)
-        stdout = done.stdout.decode()
-        payload = {"session_id": SESSION, "cwd": str(self.project), "hook_event_name": "PostToolUse",
-                   "permission_mode": "default", "tool_name": "Bash", "tool_use_id": f"toolu_d{self.calls}",
-                   "tool_input": {"command": ran},
-                   "tool_response": {"stdout": stdout, "stderr": "", "interrupted": False, "isImage": False}}
-        assert run_hook("PostToolUse", payload, env=self.env, cwd=self.project).returncode == 0
+        done = subprocess.run(["/bin/bash", "-c", ran], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              cwd=self.project, env={**os.environ, **env}, timeout=300)
+        output = done.stdout.decode().rstrip("\n")
+        payload: dict[str, Any] = {
+            "session_id": SESSION, "cwd": str(self.project), "permission_mode": "default", "tool_name": "Bash",
+            "tool_use_id": f"toolu_d{self.calls}", "tool_input": {"command": ran}}
+        if done.returncode:
+            event, payload["error"] = "PostToolUseFailure", f"Exit code {done.returncode}\n{output}"
+            shown = payload["error"]
+        else:
+            event, payload["tool_response"] = "PostToolUse", {"stdout": output, "stderr": "", "interrupted": False,
+                                                              "isImage": False}
+        answered = run_hook(event, {**payload, "hook_event_name": event}, env=env, cwd=self.project)
+        assert answered.returncode == 0
+        if event == "PostToolUse":
+            shown = json.loads(answered.stdout)["hookSpecificOutput"]["updatedToolOutput"]["stdout"] \
+                if answered.stdout else output
         self.calls += 1
-        return ran != command, len(stdout.encode())
+        return ran != command, len(shown.encode())
 
 
 @pytest.fixture
@@ -77,37 +89,65 @@ def test_discover_names_each_missed_command_with_its_reason_and_bytes(world: dic
     session: Session = world["session"]
     pytest_command = f"{sys.executable} -m pytest -q -p no:cacheprovider test_suite.py"
     wrapped_diff, diff_bytes = session.bash("git diff")  # read-only: compressed with no allow rule at all
-    wrapped_pytest, pytest_bytes = session.bash(pytest_command)  # needs an allow rule the user has not given
+    wrapped_pytest, pytest_bytes = session.bash(pytest_command)  # fails, and needs an allow rule to be wrapped
     wrapped_cat, cat_bytes = session.bash("cat app.log")  # no rule compresses cat
-    wrapped_traced, traced_bytes = session.bash("set -x; git diff --stat")  # `set -x` would trace the wrapper
+    wrapped_stat, stat_bytes = session.bash("set -x; git diff --stat")  # a construct, and a small output
     wrapped_status, status_bytes = session.bash("git log")  # wrapped, but one commit is too small to compress
-    assert (wrapped_diff, wrapped_pytest, wrapped_cat, wrapped_traced, wrapped_status) == (
-        True, False, False, False, True)
+    # Not wrapped (Claude Code would ask about -U1; `set -x` would trace the wrapper), compressed after the fact.
+    wrapped_u1, u1_bytes = session.bash("git diff -U1")
+    wrapped_traced, traced_bytes = session.bash("set -x; git diff")
+    assert (wrapped_diff, wrapped_pytest, wrapped_cat, wrapped_stat, wrapped_status, wrapped_u1, wrapped_traced) == (
+        True, False, False, False, True, False, False)
 
     done = discover(world, "--json")
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
 
-    missed = pytest_bytes + cat_bytes + traced_bytes + status_bytes
-    assert (report["calls"], report["compressed_calls"]) == (5, 1)
+    missed = pytest_bytes + cat_bytes + stat_bytes + status_bytes
+    assert (report["calls"], report["compressed_calls"]) == (7, 3)
+    assert report["compressed_window_bytes"] == diff_bytes + u1_bytes + traced_bytes
     assert report["window_bytes"] == report["compressed_window_bytes"] + missed
     assert report["missed_bytes"] == missed
+    failed = "not allowed by the permission rules; failed: no replacement after the fact"
     assert report["by_reason"] == dict(sorted({
-        "not allowed by the permission rules": pytest_bytes, "no rule": cat_bytes,
-        "stepped aside for a construct": traced_bytes, "under the size floor": status_bytes,
+        failed: pytest_bytes, "no rule": cat_bytes, "under the size floor": stat_bytes + status_bytes,
     }.items(), key=lambda item: -item[1]))
     shapes = {(shape["reason"], shape["shape"]): shape for shape in report["shapes"]}
-    assert set(shapes) == {("not allowed by the permission rules", "pytest"), ("no rule", "cat"),
-                           ("stepped aside for a construct", "git diff"), ("under the size floor", "git log")}
+    assert set(shapes) == {(failed, "pytest"), ("no rule", "cat"), ("under the size floor", "git diff"),
+                           ("under the size floor", "git log")}
     assert [shape["bytes"] for shape in report["shapes"]] == sorted((shape["bytes"] for shape in report["shapes"]),
                                                                     reverse=True)
-    not_allowed = shapes[("not allowed by the permission rules", "pytest")]
+    not_allowed = shapes[(failed, "pytest")]
     assert not_allowed["allow_rule"] == f"Bash({sys.executable} -m pytest:*)"
     assert not_allowed["example"] == pytest_command
 
     # The rule it names is the one that works: with it in the user's settings, the hook compresses the command.
     (world["config"] / "settings.json").write_text(json.dumps({"permissions": {"allow": [not_allowed["allow_rule"]]}}))
     assert session.decide(pytest_command) != pytest_command
+
+
+def test_discover_says_which_outputs_only_the_rewrite_could_reach_and_which_ran_before_the_after_the_fact_one(
+        world: dict[str, Any]) -> None:
+    session: Session = world["session"]
+    tests = "".join(f"def test_ok_{index}():\n    assert True\n\n\n" for index in range(600))
+    (world["project"] / "test_many.py").write_text(tests)
+    verbose = f"{sys.executable} -m pytest -v -p no:cacheprovider test_many.py"
+    _, verbose_bytes = session.bash(verbose)  # passes, but over Claude Code's 30,000-character cap
+    _, u1_bytes = session.bash("git diff -U1", env={"CODEOID_COMPRESS": "rewrite"})  # after the fact: off
+
+    report = json.loads(discover(world, "--json").stdout)
+    assert verbose_bytes >= 30_000 and report["compressed_calls"] == 0
+    assert report["by_reason"] == dict(sorted({
+        "not allowed by the permission rules; at Claude Code's 30,000-character cap": verbose_bytes,
+        "compressed after the fact under today's settings": u1_bytes}.items(), key=lambda item: -item[1]))
+    capped = next(shape for shape in report["shapes"] if shape["shape"] == "pytest")
+    assert capped["allow_rule"] == f"Bash({sys.executable} -m pytest:*)"
+
+    switched = subprocess.run([executable("codeoid"), "discover", "--json"], capture_output=True, text=True,
+                              cwd=world["project"], env={**os.environ, **world["env"], "CODEOID_COMPRESS": "off"},
+                              timeout=120)
+    assert json.loads(switched.stdout)["by_reason"] == dict(sorted({
+        "switched off by CODEOID_COMPRESS": verbose_bytes + u1_bytes}.items(), key=lambda item: -item[1]))
 
 
 def test_discover_prints_a_table_a_person_reads_and_gain_points_at_it(world: dict[str, Any]) -> None:

@@ -199,19 +199,48 @@ def post_tool_use(db: sqlite3.Connection, event: SpooledEvent) -> str | None:
     tool_use_id = _str(payload, "tool_use_id")
     tool_input = _dict(payload, "tool_input")
     original = _unwrapped(tool_input, tool_use_id) if tool_name == "Bash" else None
+    response = None if failed else payload.get("tool_response")
+    replaced = _store_replacement(db, owner, event) if original is None and not failed else None
+    if replaced is not None:
+        response = {**response, "stdout": replaced[1]} if isinstance(response, dict) else response
     capture.add_tool_call(
         db, owner,
         tool_name=tool_name,
         tool_use_id=tool_use_id,
         tool_input=tool_input,
-        response=None if failed else payload.get("tool_response"),
+        response=response,
         error=error,
         agent_id=_str(payload, "agent_id"),
         now=event.received_at,
         original_command=original[0] if original else None,
-        raw_output_id=original[1] if original else None,
+        raw_output_id=original[1] if original else replaced[0] if replaced else None,
     )
-    return None
+    if replaced is None or not isinstance(response, dict):
+        return None
+    return json.dumps({"hookSpecificOutput": {"hookEventName": "PostToolUse", "updatedToolOutput": response}})
+
+
+def _store_replacement(db: sqlite3.Connection, owner: Owner, event: SpooledEvent) -> tuple[str, str] | None:
+    """Archive the output the hook compressed (`SpooledEvent.replacement`) as the call's raw output, with what
+    the model is shown for the savings ledger: (raw output id, shown text), or None to replace nothing. Only a
+    live event, seen for the first time, is answered; the answer goes out after this transaction commits, so
+    the raw text is stored before the model reads anything derived from it."""
+    replacement, tool_use_id = event.replacement, _str(event.payload, "tool_use_id")
+    if replacement is None or tool_use_id is None or not _live(event):
+        return None
+    from codeoid.store.raw import insert_raw_output, raw_output_id_for
+
+    raw_id = raw_output_id_for(tool_use_id)
+    known = db.execute("SELECT 1 FROM episodes WHERE kind = 'tool' AND tool_use_id = ? UNION ALL "
+                       "SELECT 1 FROM raw_outputs WHERE id = ?", (tool_use_id, raw_id)).fetchone()
+    if known is not None:
+        return None  # delivered twice: the first delivery answered, this one stores nothing new
+    command = _dict(event.payload, "tool_input").get("command")
+    insert_raw_output(db, raw_id, command=command if isinstance(command, str) else "", stdout=replacement.raw,
+                      cwd=_str(event.payload, "cwd"), tool_use_id=tool_use_id, session_id=owner.session_id,
+                      workspace_id=owner.workspace_id, exit_status=0, rule=replacement.rule,
+                      shown_size=len(replacement.shown.encode("utf-8", "surrogatepass")))
+    return raw_id, replacement.shown
 
 
 def _unwrapped(tool_input: dict[str, Any], tool_use_id: str | None) -> tuple[str, str] | None:

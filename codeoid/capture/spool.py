@@ -41,16 +41,34 @@ class ReplayTimeout(BaseException):
     handler's `except Exception` can swallow it)."""
 
 
+class Replacement:
+    """What the model reads instead of a Bash call's output (`codeoid.hooks.post_tool_use`): `shown`, made by
+    `rule` from `raw`, the exact text Claude Code handed the hook, which is stored as the call's raw output."""
+
+    __slots__ = ("raw", "rule", "shown")
+
+    def __init__(self, *, rule: str, raw: bytes, shown: str) -> None:
+        self.rule = rule
+        self.raw = raw
+        self.shown = shown
+
+
 class SpooledEvent:
-    """One hook event as received: what the handlers apply, now or when replayed from the spool."""
+    """One hook event as received: what the handlers apply, now or when replayed from the spool.
 
-    __slots__ = ("event", "payload", "env", "received_at")
+    `replacement` lives only in the hook that received the event, never in the spool: an event applied later
+    (replayed) has no one to answer, so it stores the output as Claude Code reported it and replaces nothing.
+    """
 
-    def __init__(self, event: str, payload: dict[str, Any], env: dict[str, str], received_at: float) -> None:
+    __slots__ = ("event", "payload", "env", "received_at", "replacement")
+
+    def __init__(self, event: str, payload: dict[str, Any], env: dict[str, str], received_at: float,
+                 replacement: Replacement | None = None) -> None:
         self.event = event
         self.payload = payload
         self.env = env
         self.received_at = received_at
+        self.replacement = replacement
 
 
 def spool_event(event: SpooledEvent, directory: str | None = None) -> str:

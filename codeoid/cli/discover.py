@@ -25,7 +25,8 @@ def discover(session_ref: str | None, since_days: float | None, limit: int, as_j
 
     The command shapes that put the most bytes into the window uncompressed, and why (no rule; not allowed by your
     permission rules, with the allow rule that would let codeoid compress it; a construct the rewrite steps aside
-    from; under the size floor).
+    from; under the size floor). Where the rewrite steps aside, PostToolUse compresses the output after the fact,
+    except a failed command's or one at Claude Code's 30,000-character cap: the reason then says which.
 
     \b
     Examples:

@@ -109,6 +109,25 @@ def store_raw_output(db: sqlite3.Connection, raw_id: str, *, command: str, stdou
     return found
 
 
+def insert_raw_output(db: sqlite3.Connection, raw_id: str, *, command: str, stdout: bytes, cwd: str | None,
+                      tool_use_id: str | None, session_id: str | None, workspace_id: int | None,
+                      exit_status: int | None, rule: str, shown_size: int) -> None:
+    """Store a whole, complete output inside the caller's write transaction, with what the model was shown
+    instead of it for the savings ledger (`rule`, `shown_size`): the after-the-fact compression of PostToolUse
+    stores the output and the tool call's episode in one commit, before it answers."""
+    db.execute(
+        "INSERT INTO raw_outputs (id, workspace_id, session_id, tool_use_id, command, cwd, exit_status, stdout_size,"
+        " complete, rule, shown_size, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?)",
+        (raw_id, workspace_id, session_id, tool_use_id, command, cwd, exit_status, len(stdout), rule, shown_size,
+         time.time()),
+    )
+    view = memoryview(stdout)
+    for seq, start in enumerate(range(0, len(view), CHUNK_BYTES)):
+        data, codec = _pack(bytes(view[start:start + CHUNK_BYTES]))
+        db.execute("INSERT INTO raw_chunks (raw_output_id, seq, data, codec) VALUES (?, ?, ?, ?)",
+                   (raw_id, seq, data, codec))
+
+
 def get_raw_output(db: sqlite3.Connection, raw_id: str) -> RawOutput | None:
     row = db.execute(
         "SELECT id, command, cwd, exit_status, duration_ms, stdout_size, stderr, complete, tool_use_id,"
