@@ -70,11 +70,14 @@ def uninstall(scope: str, agent: str) -> None:
     """Remove codeoid from an agent CLI (Claude Code by default).
 
     Takes out codeoid's hooks, MCP server, allow rule, status line and slash commands, only codeoid's own entries,
-    keeping a backup of each file it changes. The store is left alone.
+    keeping a backup of each file it changes, and stops the memory service. The store is left alone.
     """
     if agent != "claude":
         _agent_route("uninstall", agent)
         return
+    import os
+
+    from codeoid import paths
     from codeoid.setup import install as installer
 
     try:
@@ -82,6 +85,15 @@ def uninstall(scope: str, agent: str) -> None:
     except installer.InstallError as error:
         raise click.ClickException(str(error)) from error
     print_outcome(outcome, nothing="Not installed; nothing changed.")
+    # What runs now is the code being taken out; an install that stays starts it again on demand. A data dir that
+    # was never made is not made here.
+    if os.path.isdir(os.path.join(paths.data_dir_location(), "service")):
+        from codeoid.service import lifecycle
+
+        running = lifecycle.running_service()
+        lifecycle.stop_service()  # also forgets the state a killed one left
+        if running is not None:
+            click.echo(f"Stopped the memory service (pid {running.pid}).")
 
 
 @cli.command(epilog="""\b
