@@ -51,6 +51,25 @@ def payloads(project: str, transcript: str) -> dict[str, Callable[[int], dict[st
     }
 
 
+def agent_payloads(project: str) -> dict[str, tuple[list[str], Callable[[int], dict[str, Any]]]]:
+    """Codex's and Gemini's events as their CLIs send them (docs/agent-protocols.md), through `--agent=`."""
+    codex = {"session_id": "bench-codex", "cwd": project, "transcript_path": None, "model": "gpt-5-codex",
+             "permission_mode": "default"}
+    gemini = {"session_id": "bench-gemini", "cwd": project, "transcript_path": ""}
+    return {
+        "codex PostToolUse (small)": (["--agent=codex", "PostToolUse"], lambda i: {
+            **codex, "turn_id": f"t{i}", "hook_event_name": "PostToolUse", "tool_name": "Bash",
+            "tool_use_id": f"call{i}", "tool_input": {"command": "git status"},
+            "tool_response": "On branch main\nnothing to commit\n"}),
+        "codex Stop": (["--agent=codex", "Stop"], lambda i: {
+            **codex, "turn_id": f"t{i}", "hook_event_name": "Stop", "last_assistant_message": f"Done {i}."}),
+        "gemini AfterTool (small)": (["--agent=gemini", "AfterTool"], lambda i: {
+            **gemini, "timestamp": f"2026-12-01T00:00:{i:06d}Z", "hook_event_name": "AfterTool",
+            "tool_name": "run_shell_command", "tool_input": {"command": "git status"},
+            "tool_response": {"llmContent": "Output: On branch main", "returnDisplay": "On branch main"}}),
+    }
+
+
 def timed(argv: list[str], stdin: bytes, env: dict[str, str]) -> float:
     start = time.perf_counter()
     subprocess.run(argv, input=stdin, env=env, stdout=subprocess.DEVNULL, check=True)
@@ -71,13 +90,16 @@ def main() -> None:
         hook = str(BIN / "codeoid-hook")
         results: dict[str, list[float]] = {"python -c pass": []}
         cases = payloads(project, transcript)
-        for name in cases:
+        agent_cases = agent_payloads(project)
+        for name in [*cases, *agent_cases]:
             results[name] = []
         for i in range(args.runs):
             results["python -c pass"].append(timed([sys.executable, "-c", "pass"], b"", env))
             for name, make in cases.items():
                 event = name.split(" ")[0]
                 results[name].append(timed([hook, event], json.dumps(make(i)).encode(), env))
+            for name, (arguments, make) in agent_cases.items():
+                results[name].append(timed([hook, *arguments], json.dumps(make(i)).encode(), env))
         rows = [(name, statistics.median(times), sorted(times)[int(len(times) * 0.95) - 1])
                 for name, times in results.items()]
     if args.markdown:

@@ -86,8 +86,10 @@ def sessions_and_search(project: str, home: str, sessions: int, searches: int) -
                 text = "\n".join(getattr(block, "text", "") for block in answer.content)
                 assert "BM25 + semantic" in text, text[:300]
             processes = codeoid_processes(home)
-            rss = {process.pid: process.memory_info().rss / 2**20 for process in processes}
+            memory = {process.pid: process.memory_full_info() for process in processes}
+            rss = {pid: info.rss / 2**20 for pid, info in memory.items()}
             servers = [process.pid for process in processes if "codeoid.service.daemon" not in process.cmdline()]
+            service = [pid for pid in rss if pid not in servers]
             times, cpu, floor = [], [], []
             for _ in range(searches):
                 floor.append(await anyio.to_thread.run_sync(wall_of, [sys.executable, "-c", "pass"], project))
@@ -97,6 +99,8 @@ def sessions_and_search(project: str, home: str, sessions: int, searches: int) -
                 after = resource.getrusage(resource.RUSAGE_CHILDREN)
                 cpu.append((after.ru_utime + after.ru_stime - used.ru_utime - used.ru_stime) * 1000)
             return {"server_rss_mb": max(rss[pid] for pid in servers), "total_rss_mb": sum(rss.values()),
+                    "service_rss_mb": sum(rss[pid] for pid in service),
+                    "total_pss_mb": sum(info.pss for info in memory.values()) / 2**20,
                     "processes": len(rss), "search_ms": times, "search_cpu_ms": cpu, "floor_ms": floor}
 
     return anyio.run(run)
@@ -136,13 +140,15 @@ def main() -> None:
     rows = [
         ("one extra session's `codeoid-mcp` RSS after a recall", f"{found['server_rss_mb']:.0f} MB"),
         (f"{args.sessions} concurrent sessions' codeoid processes together ({found['processes']} processes)",
-         f"{found['total_rss_mb']:.0f} MB"),
+         f"{found['total_rss_mb']:.0f} MB RSS (the memory service {found['service_rss_mb']:.0f} MB); "
+         f"{found['total_pss_mb']:.0f} MB PSS (shared library pages counted once)"),
         ("`codeoid search` warm, wall time of the command", f"median {statistics.median(searches):.0f} ms, "
          f"p95 {p95:.0f} ms (`python -c pass`: {statistics.median(found['floor_ms']):.0f} ms)"),
         ("`codeoid search` warm, CPU time of the command",
          f"median {statistics.median(found['search_cpu_ms']):.0f} ms"),
         ("first `tools/list` after spawn (median of 5)", f"{statistics.median(lists):.2f} s"),
     ]
+    rows.append(("load average (1, 5, 15 min) at the end", ", ".join(f"{load:.1f}" for load in os.getloadavg())))
     for what, number in rows:
         print(f"| {what} | {number} |" if args.markdown else f"{what}: {number}")
 

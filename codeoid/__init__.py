@@ -5,7 +5,7 @@ The data path, one sub-package a step: a hook event (`codeoid.hooks`) is turned 
 `rotation` (a fresh window instead of compaction), `fork` (a session branched onto any backend), `setup`
 (install, uninstall, doctor) and `cli` (the `codeoid` command). `codeoid.compressors` is the rule engine behind
 `codeoid-compress`. The modules at this level are small helpers every layer may use (`paths`, `log`, `text`,
-`pages`, `records`, `workspace`, `exclusions`); they import nothing from the packages.
+`pages`, `records`, `workspace`, `exclusions`, `detached`); they import nothing from the packages.
 `tests/test_import_rules.py` holds each package to what its docstring says it never imports.
 
 Kept empty of imports on purpose: hook processes import `codeoid.hooks.main` and pay for every module

@@ -48,3 +48,8 @@ def estimate_tokens(text: str) -> int:
 def estimate_tokens_of_size(size: int) -> int:
     """The same rate for a size alone (the savings ledger knows byte counts, not text); negative stays negative."""
     return (size + 3) // 4 if size >= 0 else -estimate_tokens_of_size(-size)
+
+
+def agent_label(agent: object) -> str:
+    """The agent CLI an episode or session came from, as shown to people and models: a stored NULL is Claude Code."""
+    return agent if isinstance(agent, str) and agent else "claude"

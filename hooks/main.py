@@ -1,4 +1,5 @@
-"""`codeoid-hook EVENT`: the one executable Claude Code runs for every registered event.
+"""`codeoid-hook EVENT`: the one executable Claude Code runs for every registered event (and, as
+`codeoid-hook --agent=codex|gemini EVENT`, Codex and Gemini CLI for theirs: `codeoid.hooks.agents`).
 
 The contract with the user's session is absolute: whatever happens (even a broken installation that fails
 to import), exit 0, print nothing but a valid answer, never a traceback. So this module imports nothing of
@@ -11,16 +12,25 @@ goes to its own module, which never opens the store, so the ingest layer is not 
 
 import sys
 
+AGENT_OPTION = "--agent="
+
 
 def main() -> int:
-    event = sys.argv[1] if len(sys.argv) > 1 else ""
+    args = sys.argv[1:]
+    # `--agent=codex|gemini EVENT`: that CLI's hook event (codeoid.hooks.agents); a bare EVENT is Claude Code's.
+    agent = args.pop(0)[len(AGENT_OPTION):] if args and args[0].startswith(AGENT_OPTION) else None
+    event = args[0] if args else ""
     raw = b""
     try:
         raw = sys.stdin.buffer.read()
         if event == "PreToolUse":
             from codeoid.hooks import pre_tool_use
 
-            output = pre_tool_use.run(raw)
+            output = pre_tool_use.run(raw, agent=agent)
+        elif agent is not None:
+            from codeoid.hooks import agents
+
+            output = agents.run(agent, event, raw)
         else:
             from codeoid.hooks.dispatch import run
 
@@ -29,7 +39,7 @@ def main() -> int:
             sys.stdout.write(output)
             sys.stdout.flush()
     except BaseException:  # noqa: BLE001 - the session must never see our failure
-        _log_failure(event, raw)
+        _log_failure(f"{agent}:{event}" if agent else event, raw)
     return 0
 
 
@@ -48,7 +58,7 @@ def _log_failure(event: str, raw: bytes) -> None:
 def _keep_input(event: str, raw: bytes) -> None:
     """A failure here (a broken installation, an import error) must not lose the event: write it, with plain
     stdlib code, where `codeoid doctor` looks for kept input."""
-    if event == "PreToolUse" or not raw:
+    if event.endswith("PreToolUse") or not raw:
         return  # nothing to keep: the tool runs unchanged either way
     try:
         import os

@@ -65,14 +65,18 @@ FOLLOW_OPTIONS = frozenset({"--watch", "--watchAll", "--watch-all", "--follow", 
 _ASCII_LETTERS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
 
 
-def run(raw: bytes) -> str | None:
-    """The hook's stdout for one PreToolUse payload: a JSON answer, or None to let the command run as it is."""
+def run(raw: bytes, agent: str | None = None) -> str | None:
+    """The hook's stdout for one PreToolUse payload: a JSON answer, or None to let the command run as it is.
+    `agent` "codex": the payload is Codex's, judged by Codex's permission rule (`codex_may_allow`)."""
     try:
         payload = json.loads(raw)
     except (ValueError, RecursionError):
         return None
     if not isinstance(payload, dict):
         return None
+    if agent is not None:  # another CLI: no rotation notice there, and `codex_may_allow` decides
+        answer, _ = decide(payload, os.environ, agent=agent)
+        return json.dumps(answer) if answer is not None else None
     answer = rewrite(payload, os.environ)
     note = finish_turn_notice(payload, os.environ)
     if note is not None:
@@ -87,9 +91,14 @@ def rewrite(payload: dict[str, Any], env: Mapping[str, str]) -> dict[str, Any] |
     return decide(payload, env)[0]
 
 
-def decide(payload: dict[str, Any], env: Mapping[str, str]) -> tuple[dict[str, Any] | None, str]:
+def decide(payload: dict[str, Any], env: Mapping[str, str],
+           agent: str | None = None) -> tuple[dict[str, Any] | None, str]:
     """The hook answer (or None) and why: `WRAPPED` or the reason it stepped aside (`codeoid discover` replays
-    this over stored calls to say what compression missed, so every way out names its reason)."""
+    this over stored calls to say what compression missed, so every way out names its reason).
+
+    For Codex (`agent="codex"`) Claude Code's permission rules do not apply: a rewrite must answer `allow`, which
+    would skip an approval Codex was going to ask for, so Codex's calls are wrapped only where Codex asks nothing
+    (`codex_may_allow`); its sandbox still confines the wrapped command (docs/agent-protocols.md)."""
     tool_input = payload.get("tool_input")
     tool_use_id = payload.get("tool_use_id")
     if payload.get("tool_name") != "Bash" or not isinstance(tool_input, dict) or not isinstance(tool_use_id, str):
@@ -123,13 +132,18 @@ def decide(payload: dict[str, Any], env: Mapping[str, str]) -> tuple[dict[str, A
     if not os.path.exists(compressor) or not bash_shell.wrappable_bash(env, cache_dir):
         return None, SETUP
     mode = payload.get("permission_mode")
-    try:
-        rules = permissions.load_rules(project_dir, env)
-    except permissions.Unsure as reason:
-        log("rewrite", f"{tool_use_id}: not rewritten, permissions unclear: {reason}")
-        return None, NOT_ALLOWED
-    if not permissions.could_allow(mode, rules):
-        return None, NOT_ALLOWED  # decided before the parser and the rules are even imported: the common case is cheap
+    if agent is not None:
+        if not codex_may_allow(agent, mode):
+            return None, NOT_ALLOWED
+        rules = None
+    else:
+        try:
+            rules = permissions.load_rules(project_dir, env)
+        except permissions.Unsure as reason:
+            log("rewrite", f"{tool_use_id}: not rewritten, permissions unclear: {reason}")
+            return None, NOT_ALLOWED
+        if not permissions.could_allow(mode, rules):
+            return None, NOT_ALLOWED  # decided before the parser and the rules are imported: the common case is cheap
     from codeoid.compressors import command as shell_command
     from codeoid.compressors.loader import rule_for
     from codeoid.hooks import shell_facts
@@ -143,7 +157,8 @@ def decide(payload: dict[str, Any], env: Mapping[str, str]) -> tuple[dict[str, A
     rule = rule_for(parsed.invocation, cached, project_dir=project_dir, cache_dir=cache_dir)
     if rule is None:
         return None, NO_RULE
-    if not permissions.may_allow(command, facts, mode, rules, cwd=_str(payload.get("cwd")), project_dir=project_dir):
+    if rules is not None and not permissions.may_allow(command, facts, mode, rules, cwd=_str(payload.get("cwd")),
+                                                       project_dir=project_dir):
         return None, NOT_ALLOWED
     home = paths.data_dir_location() if env.get("CODEOID_HOME") else None
     wrapped = bash_wrapper.wrap(command, tool_use_id=tool_use_id, compressor=compressor, project_dir=project_dir,
@@ -152,11 +167,18 @@ def decide(payload: dict[str, Any], env: Mapping[str, str]) -> tuple[dict[str, A
         "hookSpecificOutput": {
             "hookEventName": "PreToolUse",
             "permissionDecision": "allow",
-            "permissionDecisionReason": f"codeoid: stdout through rule {rule.name!r}; the command was already "
-                                        "allowed by your permission rules or mode, or as a read-only command",
+            "permissionDecisionReason": f"codeoid: stdout through rule {rule.name!r}; " + (
+                "the command was already allowed by your permission rules or mode, or as a read-only command"
+                if agent is None else f"{agent} asks about no command in this mode"),
             "updatedInput": {**tool_input, "command": wrapped},
         }
     }, WRAPPED
+
+
+def codex_may_allow(agent: str, mode: object) -> bool:
+    """Whether answering `allow` to this agent CLI skips no approval: only Codex in `bypassPermissions`, the mode
+    its hooks report when its approval policy is `never` (it asks about nothing)."""
+    return agent == "codex" and mode == "bypassPermissions"
 
 
 def _unsafe_to_wrap(command: str, facts: ShellFacts) -> bool:

@@ -19,7 +19,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.types import ToolAnnotations
 
 from codeoid.log import log
-from codeoid.mcp_server.forwarding import forwarding
+from codeoid.mcp_server.forwarding import answered_here, forwarding
 from codeoid.mcp_server.tools import MemoryTools
 from codeoid.memory.ranking import vector_enabled
 from codeoid.service import client, lifecycle
@@ -44,8 +44,8 @@ def build_server(project_dir: str) -> MCPServer:
     server: MCPServer = MCPServer("codeoid", instructions=INSTRUCTIONS, log_level="WARNING")
     for tool, title in ((tools.recall, "Recall past episodes"), (tools.recall_file, "Recall a file read"),
                         (tools.timeline, "Workspace timeline"), (tools.get_episode, "Get one episode")):
-        server.add_tool(forwarding(tool, project_dir) if shared else tool, title=title, annotations=READ_ONLY,
-                        structured_output=False)
+        server.add_tool(forwarding(tool, project_dir) if shared else answered_here(tool), title=title,
+                        annotations=READ_ONLY, structured_output=False)
     return server
 
 

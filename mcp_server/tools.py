@@ -2,8 +2,8 @@
 
 Each call opens the store afresh (hooks and other sessions write to it all the time, and a short-lived
 connection always reads their latest commits), lands any spooled events first, and closes it again.
-A failure the caller can act on is raised as `ToolError` with a sentence saying what to do; the SDK turns
-it into an `isError` result without a traceback.
+A failure the caller can act on is raised as `ToolError` with a sentence saying what to do; the server turns
+it into the SDK's own, an `isError` result without a traceback.
 """
 
 from __future__ import annotations
@@ -14,10 +14,9 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Annotated
+from typing import Annotated, Any
 
-from mcp.server.mcpserver.exceptions import ToolError
-from pydantic import Field
+from annotated_types import Ge, Le
 
 from codeoid import exclusions
 from codeoid.capture import ingest
@@ -42,7 +41,7 @@ from codeoid.pages import (
 from codeoid.store import db as store_db
 from codeoid.store import ledger, queries, raw
 from codeoid.store.queries import Row
-from codeoid.text import one_line
+from codeoid.text import agent_label, one_line
 from codeoid.workspace import identify
 
 TYPE_CHECKING = False
@@ -60,6 +59,26 @@ RETRACTED = ("{what} was retracted by the user (`codeoid retract`): it is kept b
              "reconstruct it; ask the user if you need what it held.")
 # Room kept per recalled episode for its header and cut note, beyond the text itself.
 EPISODE_FRAME_BYTES = 400
+
+
+@dataclass(frozen=True)
+class Described:
+    """An argument's description in its tool's input schema. Not pydantic's `Field`: the memory service runs these
+    tools and never imports pydantic (~5 MB it would hold for nothing); the SDK's pydantic, in the thin server,
+    finds the description through this hook, and the bounds through `annotated_types`, as it would in a `Field`."""
+
+    text: str
+
+    def __get_pydantic_json_schema__(self, core_schema: Any, handler: Any) -> dict[str, Any]:
+        schema: dict[str, Any] = handler(core_schema)
+        schema["description"] = self.text
+        return schema
+
+
+class ToolError(Exception):
+    """A refusal the model can act on, its message the sentence to show it. codeoid's own, not the SDK's: the
+    memory service runs these tools and never imports the mcp SDK (about 35 MB of it); `codeoid.mcp_server.
+    forwarding` turns it into the SDK's `ToolError` where the thin server hands a result to the SDK."""
 
 
 @dataclass(frozen=True)
@@ -85,11 +104,11 @@ class MemoryTools:
 
     def recall(
         self,
-        query: Annotated[str, Field(description="Words to look for: names, error text, file names, topics.")],
-        limit: Annotated[int, Field(description="At most this many hits.", ge=1, le=MAX_RECALL_LIMIT)] = 6,
-        budget_tokens: Annotated[int | None, Field(
-            description=f"Answer size in tokens (default {DEFAULT_RECALL_TOKENS:,}); raise it to see more lines of "
-                        "more hits. Never more than MAX_MCP_OUTPUT_TOKENS.", ge=MIN_RECALL_TOKENS)] = None,
+        query: Annotated[str, Described("Words to look for: names, error text, file names, topics.")],
+        limit: Annotated[int, Described("At most this many hits."), Ge(1), Le(MAX_RECALL_LIMIT)] = 6,
+        budget_tokens: Annotated[int | None, Described(
+            f"Answer size in tokens (default {DEFAULT_RECALL_TOKENS:,}); raise it to see more lines of more hits. "
+            "Never more than MAX_MCP_OUTPUT_TOKENS."), Ge(MIN_RECALL_TOKENS)] = None,
     ) -> str:
         """Search this workspace's stored history (every session, archived turns included) and return a short
         ranked list of hits: each names its episode (id, kind, time, session and turn, command or path, size and
@@ -129,10 +148,9 @@ class MemoryTools:
 
     def recall_file(
         self,
-        path: Annotated[str, Field(description="The file, absolute or relative to the project directory.")],
-        lines: Annotated[str | int | None, Field(description='Lines of the file to show: "82-120" (inclusive), "82" '
-                                                             'or "82-" (to the end). Leave out for all that was '
-                                                             'read.')] = None,
+        path: Annotated[str, Described("The file, absolute or relative to the project directory.")],
+        lines: Annotated[str | int | None, Described('Lines of the file to show: "82-120" (inclusive), "82" or "82-" '
+                                                     '(to the end). Leave out for all that was read.')] = None,
     ) -> str:
         """Return the most recent stored read of a file in this workspace, verbatim (a Read result, also a
         partial one, or the output of `cat <file>`), and whether the file changed on disk since then. lines="a-b"
@@ -161,9 +179,8 @@ class MemoryTools:
 
     def timeline(
         self,
-        offset: Annotated[int, Field(description="Episodes to skip from the newest end; 0 is the newest page.",
-                                     ge=0)] = 0,
-        limit: Annotated[int, Field(description="Episodes on the page.", ge=1, le=MAX_TIMELINE_LIMIT)] = 50,
+        offset: Annotated[int, Described("Episodes to skip from the newest end; 0 is the newest page."), Ge(0)] = 0,
+        limit: Annotated[int, Described("Episodes on the page."), Ge(1), Le(MAX_TIMELINE_LIMIT)] = 50,
     ) -> str:
         """List this workspace's history, one line per episode (id, time, kind, summary), oldest first within
         the page. offset 0 is the newest page; pass offset=50 for the 50 before it, and so on."""
@@ -180,13 +197,11 @@ class MemoryTools:
 
     def get_episode(
         self,
-        episode_id: Annotated[int | str, Field(description="An episode id such as 42, or a raw output id raw-...")],
-        lines: Annotated[str | int | None, Field(description='Lines to show: "82-120" (inclusive), "82" or "82-" '
-                                                             '(to the end). Leave out for the whole episode.')] = None,
-        start_line: Annotated[int | None, Field(description="First line to show (1-based); or use lines.",
-                                                ge=1)] = None,
-        end_line: Annotated[int | None, Field(description="Last line to show (inclusive); or use lines.",
-                                              ge=1)] = None,
+        episode_id: Annotated[int | str, Described("An episode id such as 42, or a raw output id raw-...")],
+        lines: Annotated[str | int | None, Described('Lines to show: "82-120" (inclusive), "82" or "82-" (to the '
+                                                     'end). Leave out for the whole episode.')] = None,
+        start_line: Annotated[int | None, Described("First line to show (1-based); or use lines."), Ge(1)] = None,
+        end_line: Annotated[int | None, Described("Last line to show (inclusive); or use lines."), Ge(1)] = None,
     ) -> str:
         """Show exactly the lines asked for of one stored episode (its fields, then the numbered range of its
         text) or of a raw output (a command's exact stdout before compression): get_episode(42, lines="82-120")
@@ -493,7 +508,8 @@ def _timeline_text(rows: list[Row], *, total: int, offset: int, limit: int, root
     for row in rows:
         kind = f"tool {row['tool_name']}" if row["kind"] == "tool" else row["kind"]
         state = "" if row["state"] == "live" else f"[{row['state']}] "
-        lines.append(f"{row['id']:>6}  {_time(row['created_at'])}  {kind:<14} {state}{row['summary']}")
+        agent = f"[{agent_label(row.get('agent'))}] "
+        lines.append(f"{row['id']:>6}  {_time(row['created_at'])}  {kind:<14} {agent}{state}{row['summary']}")
     fitted = page_lines(reversed(lines), budget=budget - byte_size(head) - 200)
     kept = fitted.lines[::-1]
     text = head + "\n" + "\n".join(kept)

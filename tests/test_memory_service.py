@@ -233,3 +233,105 @@ def test_the_thin_servers_tools_are_the_memory_tools_own(project: Path, monkeypa
     assert forwarded == in_process
     assert {name for name, _, _ in forwarded} == {"recall", "recall_file", "timeline", "get_episode"}
     store_db.connect().close()  # build_server did no store work, and the store still opens
+
+
+def cli(memory: Memory, *args: str, env: dict[str, str] | None = None) -> tuple[subprocess.CompletedProcess[str],
+                                                                               set[str]]:
+    """`codeoid ARGS` in the project, and the top-level packages it imported (`-X importtime`)."""
+    done = subprocess.run([sys.executable, "-X", "importtime", str(BIN / "codeoid"), *args], cwd=memory.project,
+                          capture_output=True, text=True, timeout=WAIT_SECONDS, env={**os.environ, **(env or {})})
+    modules = {line.rsplit("|", 1)[1].strip().split(".")[0] for line in done.stderr.splitlines()
+               if line.startswith("import time:")}
+    return done, modules
+
+
+def test_codeoid_reindex_and_index_run_in_the_service_and_embed_each_chunk_once(memory: Memory) -> None:
+    from codeoid.memory.vector_index import VectorIndex, workspace_index_id
+    from codeoid.store import dense_stats
+
+    ids = fill(memory, 12, 4)
+    assert search(memory, "parser_case_3").returncode == 0  # starts the service, whose indexer embeds the store
+    wait_for(lambda: progress(memory).indexed_upto >= ids[-1], "the first indexing")
+    service = lifecycle.read_state()
+    assert service is not None
+
+    reindexed, modules = cli(memory, "reindex")
+    assert reindexed.returncode == 0, reindexed.stderr[-2000:]
+    assert "Indexed 12 episodes." in reindexed.stdout
+    assert not modules & {"onnxruntime", "numpy", "chromadb"}, "the CLI embedded nothing itself"
+    assert lifecycle.read_state() == service, "the running service did it"
+    assert progress(memory).indexed_upto == ids[-1] and vectors_of(memory, ids) == set(ids)
+    portable, key = memory.db.execute("SELECT portable_id, key FROM workspaces").fetchone()
+    workspace = workspace_index_id(portable, key)
+    stats = dense_stats.load(memory.db, workspace)
+    assert stats is not None
+    assert stats.vectors == VectorIndex(store=identity.store_id(memory.db)).count(workspace), \
+        "every chunk embedded exactly once since the reset"
+
+    indexed, modules = cli(memory, "index")
+    assert indexed.returncode == 0, indexed.stderr[-2000:]
+    assert "recall" in indexed.stdout
+    assert not modules & {"onnxruntime", "numpy", "chromadb"}
+    assert lifecycle.read_state() == service
+
+
+def test_doctor_reports_the_service_without_keeping_it_up_and_uninstall_stops_it(memory: Memory,
+                                                                                 tmp_path: Path) -> None:
+    import json
+
+    from codeoid.service import client
+
+    fill(memory, 2, 2)
+    assert search(memory, "parser_case_1").returncode == 0
+    service = lifecycle.read_state()
+    assert service is not None
+    idle_before = client.health(service)["idle_for"]
+
+    doctor, _ = cli(memory, "doctor", "--json")
+    sentences = [finding["sentence"] for finding in json.loads(doctor.stdout)]
+    reported = [sentence for sentence in sentences if sentence.startswith("The memory service runs")]
+    assert len(reported) == 1, sentences
+    assert f"pid {service.pid}" in reported[0] and "mode 600" in reported[0] and "1 indexer" in reported[0]
+    assert client.health(service)["idle_for"] >= idle_before, "looking is not activity for the idle stop"
+
+    claude_home = tmp_path / "claude-home"
+    claude_home.mkdir()
+    uninstalled, _ = cli(memory, "uninstall", env={"HOME": str(claude_home)})
+    assert uninstalled.returncode == 0, uninstalled.stderr[-2000:]
+    assert f"Stopped the memory service (pid {service.pid})." in uninstalled.stdout
+    assert not psutil.pid_exists(service.pid) or psutil.Process(service.pid).status() == psutil.STATUS_ZOMBIE
+    assert lifecycle.read_state() is None and not Path(service.socket).exists()
+
+
+def test_a_rotation_sweep_of_the_window_that_started_the_service_spares_it(memory: Memory) -> None:
+    from codeoid.rotation.process_tree import end_process_tree
+
+    marker = os.urandom(8).hex()
+    window = subprocess.Popen(
+        [sys.executable, "-c", "import time\nfrom codeoid.service import lifecycle\n"
+                               "print(lifecycle.ensure_service().pid, flush=True)\ntime.sleep(300)"],
+        env={**os.environ, "TREE_MARKER": marker}, stdout=subprocess.PIPE, text=True)
+    assert window.stdout is not None
+    pid = int(window.stdout.readline())
+    assert psutil.Process(pid).environ().get("TREE_MARKER") == marker, "the sweep's marker reached the service"
+
+    assert end_process_tree(window.pid, marker=("TREE_MARKER", marker)) == []
+    window.wait(30)
+    running = lifecycle.running_service()
+    assert running is not None and running.pid == pid
+
+
+def test_the_service_process_loads_neither_the_mcp_sdk_pydantic_nor_chromadb(tmp_path: Path) -> None:
+    """What the service imports to serve, index and build workspace indexes; the SDK, pydantic and chromadb's client
+    cost it ~80 MB between them before it learnt to do without (benchmarks/memory_service.py)."""
+    done = subprocess.run([sys.executable, "-c", (
+        "import sys\n"
+        "import codeoid.service.daemon, codeoid.service.app, codeoid.memory.indexer, codeoid.memory.index_builder\n"
+        "import codeoid.memory.workspace_index, codeoid.memory.vector_index, codeoid.memory.embedding\n"
+        "print(' '.join(sorted({name.split('.')[0] for name in sys.modules})))")],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path,
+        env={**os.environ, "CODEOID_HOME": str(tmp_path / "h")})
+    assert done.returncode == 0, done.stderr
+    loaded = set(done.stdout.split())
+    assert "starlette" in loaded  # the measurement sees the service's own stack
+    assert not loaded & {"mcp", "mcp_types", "pydantic", "pydantic_core", "chromadb", "httpx"}

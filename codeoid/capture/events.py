@@ -198,7 +198,7 @@ def post_tool_use(db: sqlite3.Connection, event: SpooledEvent) -> str | None:
     tool_name = _str(payload, "tool_name") or "unknown"
     tool_use_id = _str(payload, "tool_use_id")
     tool_input = _dict(payload, "tool_input")
-    original = _unwrapped(tool_input, tool_use_id) if tool_name == "Bash" else None
+    original = unwrapped_bash(tool_input, tool_use_id) if tool_name == "Bash" else None
     response = None if failed else payload.get("tool_response")
     replaced = _store_replacement(db, owner, event) if original is None and not failed else None
     if replaced is not None:
@@ -243,7 +243,7 @@ def _store_replacement(db: sqlite3.Connection, owner: Owner, event: SpooledEvent
     return raw_id, replacement.shown
 
 
-def _unwrapped(tool_input: dict[str, Any], tool_use_id: str | None) -> tuple[str, str] | None:
+def unwrapped_bash(tool_input: dict[str, Any], tool_use_id: str | None) -> tuple[str, str] | None:
     """The command the model asked for and its raw output's id, read back from the rewrite's wrapper (PostToolUse
     sees what ran). The wrapper's module (and `typing`, `shlex` with it) loads only for a wrapped command: most
     Bash calls are not, and every import is paid by every hook."""

@@ -19,7 +19,7 @@ from collections.abc import Callable
 
 from codeoid import paths
 from codeoid.capture import loss_ring
-from codeoid.capture.events import HANDLERS
+from codeoid.capture.agent_events import HANDLERS
 from codeoid.capture.spool import (
     ReplayTimeout,
     SpooledEvent,

@@ -23,6 +23,9 @@ from codeoid.cli.common import (
 from codeoid.cli.group import cli
 from codeoid.store import db as store_db
 from codeoid.store import queries, raw
+from codeoid.text import agent_label
+
+REINDEX_POLL_SECONDS = 0.5
 
 
 @cli.command(epilog="""\b
@@ -48,14 +51,15 @@ def sessions(as_json: bool, all_workspaces: bool) -> None:
         click.echo("No session is stored here yet.")
         return
     id_width = max(len("session"), *(len(row["id"]) + (len(row["name"]) + 3 if row["name"] else 0) for row in rows))
-    click.echo(f"{'session':<{id_width}}  {'last activity':<19}  {'turns':>9}  {'episodes':>12}  {'rotations':>11}"
-               + ("  workspace" if all_workspaces else ""))
+    agent_width = max(len("agent"), *(len(row["agents"]) for row in rows))
+    click.echo(f"{'session':<{id_width}}  {'agent':<{agent_width}}  {'last activity':<19}  {'turns':>9}  "
+               f"{'episodes':>12}  {'rotations':>11}" + ("  workspace" if all_workspaces else ""))
     for row in rows:
         lineage = f"  forked from {row['forked_from']} at turn {row['at_turn']}" if row["forked_from"] else ""
         name = f" ({row['name']})" if row["name"] else ""
         where = f"  {row['workspace']}" if all_workspaces else ""
         click.echo(
-            f"{row['id'] + name:<{id_width}}  {format_time(row['last_activity'])}"
+            f"{row['id'] + name:<{id_width}}  {row['agents']:<{agent_width}}  {format_time(row['last_activity'])}"
             f"  {plural(row['turn_count'], 'turn'):>9}"
             f"  {plural(row['episodes'], 'episode'):>12}  {plural(row['rotation_count'], 'rotation'):>11}{where}"
             f"{lineage}"
@@ -102,7 +106,8 @@ def timeline(limit: int, offset: int, session_ref: str | None, as_json: bool, al
         inherited = f" [from {row['session_id'][:8]}]" if session_id and row["session_id"] != session_id else ""
         where = f" {roots.get(row['workspace_id'], '?')} " if roots else ""
         when = format_time(row["created_at"])
-        click.echo(f"{row['id']:>6}  {when}  {row['kind']:<9}{state}{inherited}{where} {row['summary']}")
+        agent = f" [{agent_label(row.get('agent'))}]"
+        click.echo(f"{row['id']:>6}  {when}  {row['kind']:<9}{agent}{state}{inherited}{where} {row['summary']}")
 
 
 @cli.command(epilog="""\b
@@ -385,7 +390,6 @@ def index(stored: bool, plugin: bool) -> None:
     The index is the text a new Claude Code window starts with: fingerprint, hot files, topics, recent sessions.
     """
     from codeoid.memory import workspace_index
-    from codeoid.memory.ranking import vector_enabled
     from codeoid.memory_tools import PLUGIN_TOOL_PREFIX, SETTINGS_TOOL_PREFIX
     from codeoid.store import workspace_index as stored_index
 
@@ -393,13 +397,7 @@ def index(stored: bool, plugin: bool) -> None:
         workspace_id = workspace_scope(db, all_workspaces=False)
         assert workspace_id is not None
         if not stored:
-            vectors = None
-            if vector_enabled():
-                from codeoid.memory.vector_index import VectorIndex
-                from codeoid.store.identity import store_id
-
-                vectors = VectorIndex(store=store_id(db))
-            workspace_index.build(db, workspace_id, vectors=vectors)
+            _build_workspace_index(db, workspace_id)
         current = stored_index.latest(db, workspace_id)
     if current is None:
         raise click.ClickException("No workspace index is stored yet; run `codeoid index` to build one.")
@@ -411,8 +409,81 @@ def reindex() -> None:
     """Rebuild the vector index from the store.
 
     This store's chunks of every workspace are deleted and embedded anew (on a team's server, teammates' chunks
-    stay).
+    stay), by the memory service's indexer (started if need be), the one that indexes new episodes.
     """
+    from codeoid.memory.ranking import vector_enabled
+
+    if vector_enabled():
+        from codeoid.service import client
+
+        try:
+            latest = client.reindex()
+        except client.ServiceUnavailable as error:
+            click.echo(f"codeoid: the memory service is unavailable ({error}); indexing in this process", err=True)
+        except client.VectorsUnreachable as error:
+            raise click.ClickException(f"The vector index cannot be reached: {error}") from error
+        else:
+            _wait_for_the_service_index(latest)
+            return
+    _reindex_here()
+
+
+def _build_workspace_index(db: sqlite3.Connection, workspace_id: int) -> None:
+    """Build the workspace index: by the memory service when vectors are on (started if need be; it holds the
+    vector index's connection and numpy warm), else, or when it cannot start, here."""
+    import os
+
+    from codeoid.memory import workspace_index
+    from codeoid.memory.ranking import vector_enabled
+
+    if not vector_enabled():
+        workspace_index.build(db, workspace_id, vectors=None)
+        return
+    from codeoid.service import client
+
+    try:
+        client.build_index(os.getcwd())
+        return
+    except (client.ServiceUnavailable, client.VectorsUnreachable) as error:
+        click.echo(f"codeoid: the memory service could not build the index ({error}); building it here", err=True)
+    from codeoid.memory.vector_index import VectorIndex
+    from codeoid.store.identity import store_id
+
+    workspace_index.build(db, workspace_id, vectors=VectorIndex(store=store_id(db)))
+
+
+def _wait_for_the_service_index(latest: int) -> None:
+    """Show the service's indexer embedding the store until the watermark reaches `latest`. A service that died
+    meanwhile is started again and its indexer goes on from the watermark; Ctrl-C leaves it working."""
+    from codeoid.service import client
+    from codeoid.store import vector_progress
+
+    def indexed(db: sqlite3.Connection, upto: int) -> int:
+        return int(db.execute("SELECT count(*) FROM episodes WHERE id <= ?", (upto,)).fetchone()[0])
+
+    with open_store() as db:
+        total = indexed(db, latest)
+        done = 0
+        with click.progressbar(length=total, label="Indexing episodes") as bar:
+            while True:
+                upto = vector_progress.progress(db).indexed_upto
+                now = indexed(db, min(upto, latest))
+                bar.update(now - done)
+                done = now
+                if upto >= latest:
+                    break
+                try:
+                    client.ensure_running()
+                except client.ServiceUnavailable as error:
+                    raise click.ClickException(f"The memory service stopped and cannot start again: {error}; "
+                                               "run `codeoid reindex` again") from error
+                time.sleep(REINDEX_POLL_SECONDS)
+    click.echo(f"Indexed {plural(total, 'episode')}.")
+
+
+def _reindex_here() -> None:
+    """The reindex in this process, with an indexer of its own (the memory service cannot run, or vectors are off
+    and someone asked anyway)."""
     from codeoid.memory.indexer import Indexer
     from codeoid.memory.vector_index import VectorIndexUnavailable, workspace_index_id
     from codeoid.store import vector_progress
@@ -427,7 +498,7 @@ def reindex() -> None:
             with click.progressbar(length=total, label="Indexing episodes") as bar:
                 while True:
                     count = indexer.step()
-                    if count is None:  # a running MCP server's indexer holds a batch: it will finish it
+                    if count is None:  # another indexer holds a batch: it will finish it
                         time.sleep(indexer.settings.poll_seconds)
                         continue
                     if count == 0:

@@ -62,6 +62,8 @@ def gc(apply_plan: bool, budget: str | None, as_json: bool) -> None:
         click.echo(f"now {human(outcome.used_after)}" + (" (vacuumed)" if outcome.vacuumed else ""))
         for note in outcome.notes:
             click.echo(note)
+        if outcome.expired_vectors:
+            click.echo(_vector_removal())
     elif planned.empty:
         click.echo("nothing to do")
     else:
@@ -69,6 +71,22 @@ def gc(apply_plan: bool, budget: str | None, as_json: bool) -> None:
     if planned.projected > limit:
         click.echo(f"still over the budget after this ({human(planned.projected)}): what remains is episode text "
                    "and live windows, which gc never removes; `codeoid forget` deletes episodes for good", err=True)
+
+
+def _vector_removal() -> str:
+    """Expired vectors are queued for the indexer, which removes their chunks from Chroma: the memory service's,
+    started now if need be, so they go at once rather than with the next session."""
+    from codeoid.memory.ranking import vector_enabled
+
+    if not vector_enabled():
+        return "their chunks leave the vector index when semantic memory is next on (CODEOID_VECTOR=off now)"
+    from codeoid.service import client
+
+    try:
+        info = client.ensure_running()
+    except client.ServiceUnavailable as error:
+        return f"their chunks leave the vector index when an indexer next runs (the memory service: {error})"
+    return f"the memory service's indexer (pid {info.pid}) is removing their chunks from the vector index"
 
 
 @cli.command()

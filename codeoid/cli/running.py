@@ -148,17 +148,36 @@ def _start_agent(backend: str, launch: Launch, *, session_id: str, no_start: boo
 
     for path in launch.edited:
         click.echo(f"Registered codeoid's MCP server in {path}.", err=True)
-    click.echo(f"codeoid has no hooks in {backend}: the fork's turns there are stored from {backend}'s own session "
-               f"record when {backend} exits, and the fork can recall codeoid's memory of this workspace through "
-               "codeoid's MCP server.", err=True)
+    if _hooked(backend):
+        click.echo(f"codeoid's hooks in {backend} store the fork's turns there as they happen, and the fork can recall "
+                   "codeoid's memory of this workspace through codeoid's MCP server.", err=True)
+    else:
+        click.echo(f"codeoid has no hooks in {backend}: the fork's turns there are stored from {backend}'s own "
+                   f"session record when {backend} exits, and the fork can recall codeoid's memory of this workspace "
+                   "through codeoid's MCP server.", err=True)
     if no_start:
         assignments = " ".join(f"{key}={shlex.quote(value)}" for key, value in launch.env.items())
         click.echo(f"Start it with: cd {shlex.quote(str(launch.cwd))} && {assignments} {shlex.join(launch.argv)}")
         click.echo(f"When it exits, store its turns with: codeoid fork-capture {session_id}")
         return
-    status = _run_in_foreground(launch.argv, cwd=launch.cwd, env={**os.environ, **launch.env})
+    from codeoid.rotation.supervisor import SESSION_ENV
+
+    # With codeoid's hooks installed in the CLI (`codeoid install --agent`), they store the run into the fork's
+    # session by this variable, and the read-back below leaves that run alone.
+    env = {**os.environ, **launch.env, SESSION_ENV: session_id}
+    status = _run_in_foreground(launch.argv, cwd=launch.cwd, env=env)
     _capture_fork(backend, session_id)
     sys.exit(status)
+
+
+def _hooked(backend: str) -> bool:
+    """Whether `codeoid install --agent BACKEND` put codeoid's hooks, all of them, into that CLI."""
+    from codeoid.setup import agents
+
+    try:
+        return backend in agents.recorded_agents() and not agents.installed(backend)
+    except agents.InstallError:
+        return False
 
 
 def _run_in_foreground(argv: list[str], *, cwd: Any, env: dict[str, str]) -> int:

@@ -1,9 +1,11 @@
 """Storing what a Codex or Gemini fork did, read back from the CLI's own session record after it ran.
 
-codeoid has no hooks in Codex or Gemini, so nothing is stored while such a fork runs. `create_fork` registers
+When the CLI runs without codeoid's hooks (`codeoid install --agent` not done), nothing is stored while such a
+fork runs: this read-back is the fallback (a run whose hooks reported into the fork's session is skipped here).
+`create_fork` registers
 the fork's run as a backing session of the fork's codeoid session, its `source` naming the backend and its
 `transcript_path` the file codeoid wrote for it (`record_launch`); once the CLI has exited, `capture_fork` reads
-that backend's record (`codeoid.fork.codex_record`, `codeoid.fork.gemini_record`) and stores what the backend
+that backend's record (`codeoid.capture.codex_record`, `codeoid.fork.gemini_record`) and stores what the backend
 added after codeoid's history as episodes of the fork: prompts opening turns that continue the fork's count,
 the model's text, tool calls with their whole results. Every step has a key that is the same on every read, so
 capturing again (`codeoid fork-capture`) stores only what is new.
@@ -15,9 +17,10 @@ import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
 
-from codeoid.fork import codex_record, gemini_record
+from codeoid.capture import codex_record
+from codeoid.capture.record import Answer, Prompt, Step
+from codeoid.fork import gemini_record
 from codeoid.fork.launch import Launch
-from codeoid.fork.record import Answer, Prompt, Step
 from codeoid.store import capture
 from codeoid.store.db import write_transaction
 from codeoid.workspace import identify
@@ -37,9 +40,9 @@ def record_launch(db: sqlite3.Connection, launch: Launch, *, backend: str, sessi
     (written,) = launch.files
     backing_id = launch.session_id or written.parent.name
     db.execute(
-        "INSERT INTO backing_sessions (id, session_id, source, transcript_path, transcript_offset, started_at)"
-        " VALUES (?, ?, ?, ?, ?, ?)",
-        (backing_id, session_id, backend, str(written), written.stat().st_size, now),
+        "INSERT INTO backing_sessions (id, session_id, source, transcript_path, transcript_offset, started_at, agent)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?)",
+        (backing_id, session_id, backend, str(written), written.stat().st_size, now, backend),
     )
 
 
@@ -59,13 +62,25 @@ def capture_fork(db: sqlite3.Connection, session_id: str, *, now: float) -> int:
                             "back (a Claude Code fork is stored by codeoid's hooks as it runs).")
     stored = 0
     for backing_id, source, path, offset, root in rows:
+        if _captured_live(db, session_id, source):
+            continue  # the CLI ran codeoid's hooks: its turns are stored already, under the CLI's own keys
         steps = read_steps(source, Path(path), backing_id=backing_id, offset=offset)
         with write_transaction(db):
             owner = capture.ensure_backing_session(db, backing_session_id=backing_id, workspace=identify(root),
-                                                   now=now, codeoid_session_id=session_id, source=source)
+                                                   now=now, codeoid_session_id=session_id, source=source,
+                                                   agent=source)
             stored += store_steps(db, owner, steps, now=now)
             capture.end_backing_session(db, backing_id, reason="exited", now=now)
     return stored
+
+
+def _captured_live(db: sqlite3.Connection, session_id: str, agent: str) -> bool:
+    """Whether that CLI's own hooks reported into this session: then the read-back, the fallback for a CLI started
+    without codeoid's hooks, would only store the same turns again under other keys."""
+    return db.execute(
+        "SELECT 1 FROM backing_sessions WHERE session_id = ? AND agent = ? AND hooked_at IS NOT NULL LIMIT 1",
+        (session_id, agent),
+    ).fetchone() is not None
 
 
 def read_steps(source: str, path: Path, *, backing_id: str, offset: int) -> list[Step]:

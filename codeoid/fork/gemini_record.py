@@ -26,8 +26,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from codeoid.capture.record import Answer, Call, Prompt, Step
 from codeoid.capture.transcript import epoch
-from codeoid.fork.record import Answer, Call, Prompt, Step
 from codeoid.setup.hook_table import MCP_SERVER_NAME
 
 IMPORTED = "Imported session from "

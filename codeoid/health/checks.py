@@ -44,8 +44,43 @@ def chroma_findings(data_dir: Path, project_dir: Path) -> list[Finding]:
     if chroma_server._chroma_executable() is None:
         return [Finding("fail", "The `chroma` program is missing from codeoid's environment, so no vector index "
                                 "can start: reinstall codeoid (pip install codeoid).")]
-    return [Finding("info", "The local Chroma server is not running now; the MCP server starts it on the first "
-                            "recall or index and it stops itself when idle.")]
+    return [Finding("info", "The local Chroma server is not running now; the memory service starts it on the "
+                            "first recall or index and it stops itself when idle.")]
+
+
+def service_findings(data_dir: Path, project_dir: Path) -> list[Finding]:
+    """The memory service of this data dir: running or not, its pid, its socket's mode, its idle clock. Looking
+    neither starts it nor counts as activity for its idle stop."""
+    from codeoid.memory.ranking import vector_enabled
+
+    if not vector_enabled() or not (data_dir / "service").is_dir():
+        return [] if not vector_enabled() else [Finding("info", _SERVICE_STARTS)]
+    from codeoid.service import client, lifecycle
+
+    running = lifecycle.running_service()
+    if running is None:
+        return [Finding("info", _SERVICE_STARTS)]
+    try:
+        mode = Path(running.socket).stat().st_mode & 0o777
+    except OSError as error:
+        return [Finding("warn", f"The memory service (pid {running.pid}) runs but its socket {running.socket} is "
+                                f"gone ({error}); `codeoid uninstall` or the next start replaces it.")]
+    if mode != 0o600:
+        return [Finding("fail", f"The memory service's socket {running.socket} has mode {mode:o}, not 600: other "
+                                "users could ask it for your history. Stop it (kill " + str(running.pid) + ") and "
+                                "let codeoid start it again.")]
+    try:
+        state = client.health(running)
+    except client.ServiceUnavailable as error:
+        return [Finding("warn", f"The memory service (pid {running.pid}) does not answer: {error}.")]
+    left = max(0.0, float(state["idle_seconds"]) - float(state["idle_for"]))
+    return [Finding("ok", f"The memory service runs (pid {running.pid}, socket {running.socket}, mode 600), with "
+                          f"{state['indexers']} indexer; idle for {float(state['idle_for']):.0f} s, it stops itself "
+                          f"after {left:.0f} s more without a request.")]
+
+
+_SERVICE_STARTS = ("The memory service is not running now; the first MCP session, recall or `codeoid search` starts "
+                   "it, and it stops itself when idle.")
 
 
 def model_findings(data_dir: Path, project_dir: Path) -> list[Finding]:
@@ -76,7 +111,7 @@ def index_backlog_findings(data_dir: Path, project_dir: Path) -> list[Finding]:
     if vector_enabled() and vector_behind > INDEX_BACKLOG_WARN:
         findings.append(Finding("warn", f"The vector index is {vector_behind:,} episodes behind the store: recall "
                                         "finds them by their words only until the indexer catches up (it runs "
-                                        "inside the MCP server; `codeoid reindex` does it now)."))
+                                        "inside the memory service; `codeoid reindex` does it now)."))
     else:
         trailing = f"{vector_behind:,} episode(s) still to embed" if vector_enabled() and vector_behind else "none"
         findings.append(Finding("ok", f"Indexing backlog: {trailing} of {latest:,} episodes; the keyword index is "
@@ -135,5 +170,6 @@ class _store:  # noqa: N801 - a context manager, named like one
 
 
 CHECKS: tuple[Callable[[Path, Path], list[Finding]], ...] = (
-    chroma_findings, model_findings, index_backlog_findings, quarantine_findings, unfinished_raw_findings,
+    chroma_findings, service_findings, model_findings, index_backlog_findings, quarantine_findings,
+    unfinished_raw_findings,
 )

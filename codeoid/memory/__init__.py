@@ -3,14 +3,14 @@
 - search: `retrieval` (recall's candidates and answers), `ranking` (fusing BM25, vectors, recency and paths),
   `chunking` (episode text into vector-sized chunks), `privacy` (what never reaches an index);
 - the answer: `matched_lines` (which lines of a hit matched) and `hits` (recall's compact hits within a budget);
-- the vector index: `vector_index` (one Chroma collection per store), `chroma_query` (its queries over plain
-  HTTP, without the chromadb client), `chroma_server` (the shared local `chroma run` this package starts and
-  stops), `embedding` and `chroma_embedding` (the bundled MiniLM model), and `indexer`, the long-lived loop that
-  embeds new episodes;
+- the vector index: `vector_index` (one Chroma collection per store), `chroma_rest` (Chroma's REST API over
+  plain HTTP, without the chromadb client), `chroma_server` (the shared local `chroma run` this package starts
+  and stops), `embedding` (the bundled MiniLM model), `chroma_embedding` (it as an embedding function, for a
+  chromadb client of the same collections), and `indexer`, the long-lived loop that embeds new episodes;
 - the workspace index: `workspace_index` (the compact text a window starts with), `topics` (its clusters) and
   `index_builder`, the loop that keeps it built.
 
-Heavy libraries (chromadb, onnxruntime, numpy) load only inside the functions that need them, in long-lived
+Heavy libraries (onnxruntime, numpy) load only inside the functions that need them, in long-lived
 processes. This package reads the store and never imports `codeoid.capture`, `codeoid.setup`, `codeoid.rotation`,
 `codeoid.fork`, the CLI or an entry point.
 """

@@ -1,10 +1,11 @@
 """codeoid's embedders as a Chroma embedding function, registered so a collection reopens with its model.
 
-Chroma stores a collection's embedding function by name and config; a client in another process rebuilds it
-through `chromadb.utils.embedding_functions.known_embedding_functions`. Registering `codeoid` there means any
-process that imports this module (the MCP server, the CLI, a teammate's codeoid against a shared server)
-gets back exactly the embedder the vectors were made with, or a clear error if it does not have it: a query
-embedded by another model would return confident nonsense.
+Chroma stores a collection's embedding function by name and config; a chromadb client in another process
+rebuilds it through `chromadb.utils.embedding_functions.known_embedding_functions`. codeoid itself talks to
+Chroma without chromadb (`codeoid.memory.chroma_rest`, which writes the same config); this module is for a
+chromadb client of the same collections (a script, a notebook, a teammate's tools against a shared server):
+importing it registers `codeoid`, so that client gets back exactly the embedder the vectors were made with, or
+a clear error if it does not have it: a query embedded by another model would return confident nonsense.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 from chromadb.api.types import Documents, EmbeddingFunction, Embeddings, Space
 from chromadb.utils.embedding_functions import register_embedding_function
 
+from codeoid.memory.chroma_rest import EMBEDDING_FUNCTION, embedding_function_config
 from codeoid.memory.embedding import Embedder, default_embedder, embedder_from_config
 
 
@@ -29,11 +31,10 @@ class CodeoidEmbeddingFunction(EmbeddingFunction[Documents]):
 
     @staticmethod
     def name() -> str:
-        return "codeoid"
+        return EMBEDDING_FUNCTION
 
     def get_config(self) -> dict[str, Any]:
-        return {"embedder": self.embedder.name, "dimension": self.embedder.dimension,
-                "settings": self.embedder.config()}
+        return embedding_function_config(self.embedder)
 
     @staticmethod
     def build_from_config(config: dict[str, Any]) -> CodeoidEmbeddingFunction:

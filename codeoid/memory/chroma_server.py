@@ -12,11 +12,11 @@ Files, under `<data dir>/chroma-server/`:
   server.log   the output of the watchdog and of `chroma run`
 The collections themselves live in `<data dir>/chroma/`.
 
-Lifecycle. `ensure_server()` runs `python -m codeoid.memory.chroma_server watch` in a new session; that process forks
-once more and exits, so the watchdog is nobody's child: ending a `claude` process tree (psutil's recursive
-children) never reaches it. The watchdog starts `chroma run --host 127.0.0.1 --port <free port> --path
-<data dir>/chroma` as its own child (on Linux that child gets SIGTERM if the watchdog dies, even by kill -9),
-reports ready through a pipe once the heartbeat answers, and then checks the lease. After
+Lifecycle. `ensure_server()` runs `python -m codeoid.memory.chroma_server watch` detached (`codeoid.detached`, shared
+with the memory service: the lock, the state file, the launch): the watchdog is nobody's child, so ending a `claude`
+process tree (psutil's recursive children) never reaches it. The watchdog starts `chroma run --host 127.0.0.1
+--port <free port> --path <data dir>/chroma` as its own child (on Linux that child gets SIGTERM if the watchdog
+dies, even by kill -9), reports ready through a pipe once the heartbeat answers, and then checks the lease. After
 `CODEOID_CHROMA_IDLE_SECONDS` (default 600) without a client it takes the lock, stops chroma, removes
 server.json and exits; the next client starts a fresh server within a few seconds. A separate watchdog, rather
 than a thread in some client, is what lets the server outlive every client session and still stop by itself.
@@ -25,9 +25,7 @@ than a thread in some client, is what lets the server outlive every client sessi
 from __future__ import annotations
 
 import argparse
-import fcntl
 import http.client
-import json
 import os
 import select
 import shutil
@@ -37,19 +35,16 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import psutil
 
-from codeoid import paths
+from codeoid import detached, paths
 
 HOST = "127.0.0.1"
 IDLE_SECONDS_DEFAULT = 600.0
 START_TIMEOUT_SECONDS = 30.0
 START_ATTEMPTS = 3  # a free port can be taken by someone else between choosing it and chroma binding it
-MAX_LOG_BYTES = 5 * 1024 * 1024
 
 # Loopback traffic must never go through a proxy named in the environment.
 _direct = urllib.request.build_opener(urllib.request.ProxyHandler({}))
@@ -68,6 +63,9 @@ class ServerInfo:
     chroma_pid: int
     chroma_started: float
     data_path: str
+
+
+_files = detached.Detached("chroma-server", "server.json", "server.log", ServerInfo)
 
 
 def remote_url() -> str | None:
@@ -107,7 +105,7 @@ def ensure_server(timeout: float = START_TIMEOUT_SECONDS) -> ServerInfo:
     info = _read_state()
     if info is not None and _serving(info):
         return info
-    with _server_lock():
+    with _files.lock():
         info = _read_state()
         if info is not None and _serving(info):
             return info
@@ -119,7 +117,7 @@ def ensure_server(timeout: float = START_TIMEOUT_SECONDS) -> ServerInfo:
                 return _start(timeout)
             except ChromaServerError as error:
                 failures.append(str(error))
-        raise ChromaServerError(f"the local Chroma server did not start: {failures[-1]} (log: {_log_path()})")
+        raise ChromaServerError(f"the local Chroma server did not start: {failures[-1]} (log: {_files.log_path()})")
 
 
 def running_server() -> ServerInfo | None:
@@ -130,7 +128,7 @@ def running_server() -> ServerInfo | None:
 
 def stop_server(timeout: float = 15.0) -> bool:
     """Stop the local server now (uninstall, tests); False when none was running."""
-    with _server_lock():
+    with _files.lock():
         info = _read_state()
         if info is None:
             return False
@@ -159,55 +157,18 @@ def data_path() -> str:
     return paths.subdir("chroma")
 
 
-def _state_dir() -> str:
-    return paths.subdir("chroma-server")
-
-
-def _state_path() -> str:
-    return os.path.join(_state_dir(), "server.json")
-
-
 def _lease_path() -> str:
-    return os.path.join(_state_dir(), "lease")
-
-
-def _log_path() -> str:
-    return os.path.join(_state_dir(), "server.log")
-
-
-@contextmanager
-def _server_lock() -> Iterator[None]:
-    fd = paths.open_private(os.path.join(_state_dir(), "lock"), os.O_CREAT | os.O_RDWR)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)
+    return os.path.join(_files.state_dir(), "lease")
 
 
 def _read_state() -> ServerInfo | None:
-    try:
-        with open(_state_path()) as file:
-            return ServerInfo(**json.load(file))
-    except (OSError, ValueError, TypeError):
-        return None
-
-
-def _write_state(info: ServerInfo) -> None:
-    temporary = _state_path() + f".{os.getpid()}"
-    fd = paths.open_private(temporary, os.O_CREAT | os.O_WRONLY | os.O_TRUNC)
-    with os.fdopen(fd, "w") as file:
-        json.dump(asdict(info), file)
-    os.replace(temporary, _state_path())
+    return _files.read_state()
 
 
 def _remove_state_of(watchdog_pid: int) -> None:
     info = _read_state()
     if info is not None and info.watchdog_pid == watchdog_pid:
-        try:
-            os.unlink(_state_path())
-        except FileNotFoundError:
-            pass
+        _files.forget_state()
 
 
 def _lease_age() -> float:
@@ -217,57 +178,16 @@ def _lease_age() -> float:
         return float("inf")
 
 
-def _process(pid: int, started: float) -> psutil.Process | None:
-    """The process `pid` if it still runs and is the one that started at `started`, not a later one given the
-    same pid (a zombie, killed but not yet reaped, counts as gone)."""
-    try:
-        process = psutil.Process(pid)
-        if abs(process.create_time() - started) >= 0.01 or process.status() == psutil.STATUS_ZOMBIE:
-            return None
-        return process
-    except (psutil.NoSuchProcess, psutil.AccessDenied):
-        return None
-
-
 def _serving(info: ServerInfo) -> bool:
-    return _process(info.watchdog_pid, info.watchdog_started) is not None and heartbeat(info.url)
+    return detached.process_of(info.watchdog_pid, info.watchdog_started) is not None and heartbeat(info.url)
 
 
 def _end_server_processes(info: ServerInfo, timeout: float = 15.0) -> None:
     """Stop a recorded server, alive, hung or half dead, before another may open the same data dir."""
-    processes = [p for p in (_process(info.watchdog_pid, info.watchdog_started),
-                             _process(info.chroma_pid, info.chroma_started)) if p is not None]
-    for process in processes:
-        try:
-            process.terminate()
-        except psutil.NoSuchProcess:
-            pass
-    alive = _wait_gone(processes, timeout)
-    for process in alive:
-        try:
-            process.kill()
-        except psutil.NoSuchProcess:
-            pass
-    _wait_gone(alive, 5.0)
+    processes = [p for p in (detached.process_of(info.watchdog_pid, info.watchdog_started),
+                             detached.process_of(info.chroma_pid, info.chroma_started)) if p is not None]
+    detached.end(processes, timeout)
     _remove_state_of(info.watchdog_pid)
-
-
-def _wait_gone(processes: list[psutil.Process], timeout: float) -> list[psutil.Process]:
-    """Those of `processes` still running after `timeout`. A process that exited counts as gone even before
-    init reaps it (psutil's own wait would also wait for the reaping, which can take seconds)."""
-    deadline = time.monotonic() + timeout
-    alive = processes
-    while alive and time.monotonic() < deadline:
-        time.sleep(0.05)
-        alive = [process for process in alive if _running(process)]
-    return alive
-
-
-def _running(process: psutil.Process) -> bool:
-    try:
-        return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
 
 
 def _free_port() -> int:
@@ -278,57 +198,18 @@ def _free_port() -> int:
 
 def _start(timeout: float) -> ServerInfo:
     """Launch a watchdog and wait for its report: `pid N`, then `ready` or `failed <why>`."""
-    log_path = _log_path()
-    if os.path.exists(log_path) and os.stat(log_path).st_size > MAX_LOG_BYTES:
-        os.replace(log_path, log_path + ".1")
     port = _free_port()
-    env = dict(os.environ)
-    if "CODEOID_HOME" in env:  # a relative one would mean something else from the watchdog's working dir
-        env["CODEOID_HOME"] = paths.data_dir()
-    # Started from inside a `claude` window, it inherits that window's marker; this tells a rotation's sweep of the
-    # old window (codeoid.rotation.process_tree) that the shared server is not the window's to end.
-    env["CODEOID_DETACHED_SERVICE"] = "1"
-    read_fd, write_fd = os.pipe()
-    try:
-        log = os.fdopen(paths.open_private(log_path, os.O_CREAT | os.O_WRONLY | os.O_APPEND), "ab")
-        with log:
-            launcher = subprocess.Popen(
-                [sys.executable, "-m", "codeoid.memory.chroma_server", "watch", "--port", str(port),
-                 "--idle-seconds", str(idle_seconds()), "--ready-fd", str(write_fd)],
-                stdin=subprocess.DEVNULL, stdout=log, stderr=log, pass_fds=(write_fd,),
-                start_new_session=True, cwd=paths.data_dir(), env=env,
-            )
-    finally:
-        os.close(write_fd)
-    try:
-        launcher.wait(timeout=timeout)
-        report = _read_report(read_fd, time.monotonic() + timeout)
-    finally:
-        os.close(read_fd)
-    lines = report.splitlines()
+    lines = _files.launch("codeoid.memory.chroma_server", ["watch", "--port", str(port), "--idle-seconds",
+                                                          str(idle_seconds())], timeout)
     if "ready" in lines:
         info = _read_state()
         if info is not None and info.port == port:
             return info
-    watchdog_pid = next((int(line.split()[1]) for line in lines if line.startswith("pid ")), None)
+    watchdog_pid = detached.reported_pid(lines)
     if watchdog_pid is not None and "ready" not in lines:
         _stop_pid(watchdog_pid)
-    failure = next((line[len("failed "):] for line in lines if line.startswith("failed ")), None)
+    failure = detached.reported_failure(lines)
     raise ChromaServerError(failure or f"no answer within {timeout:.0f} s on port {port}")
-
-
-def _read_report(fd: int, deadline: float) -> str:
-    """What the watchdog wrote to the pipe until it closed it or the deadline passed."""
-    chunks = []
-    while (remaining := deadline - time.monotonic()) > 0:
-        readable, _, _ = select.select([fd], [], [], remaining)
-        if not readable:
-            break
-        chunk = os.read(fd, 4096)
-        if not chunk:
-            break
-        chunks.append(chunk)
-    return b"".join(chunks).decode("utf-8", "replace")
 
 
 def _stop_pid(pid: int) -> None:
@@ -336,7 +217,7 @@ def _stop_pid(pid: int) -> None:
     try:
         process = psutil.Process(pid)
         process.terminate()
-        if _wait_gone([process], 15.0):
+        if detached.wait_gone([process], 15.0):
             process.kill()
     except psutil.NoSuchProcess:
         pass
@@ -381,9 +262,7 @@ def _die_with_parent() -> None:
 
 
 def _watch(port: int, idle: float, ready_fd: int) -> int:
-    if os.fork() > 0:
-        os._exit(0)  # the launcher returns at once; this process is now an orphan in its own session
-    os.umask(0o077)
+    detached.become_detached()
     stop = _StopSignals()
     chroma: subprocess.Popen[bytes] | None = None
     try:
@@ -395,7 +274,7 @@ def _watch(port: int, idle: float, ready_fd: int) -> int:
             except _NotStarted as failure:
                 report.write(f"failed {failure}\n")
                 return 1
-            _write_state(ServerInfo(url=_url(port), port=port, watchdog_pid=os.getpid(),
+            _files.write_state(ServerInfo(url=_url(port), port=port, watchdog_pid=os.getpid(),
                                     watchdog_started=psutil.Process().create_time(), chroma_pid=chroma.pid,
                                     chroma_started=psutil.Process(chroma.pid).create_time(), data_path=data_path()))
             touch_lease(force=True)
@@ -453,7 +332,7 @@ def _watch_lease(chroma: subprocess.Popen[bytes], idle: float, stop: _StopSignal
             _log(f"chroma exited with status {chroma.returncode}")
             return 1
         if _lease_age() > idle:
-            with _server_lock():
+            with _files.lock():
                 if _lease_age() > idle:
                     _log(f"no client for {idle:g} s: stopping")
                     _end_child(chroma)

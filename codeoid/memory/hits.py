@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from codeoid.memory.matched_lines import MatchedLines, matched_lines
 from codeoid.pages import byte_size, estimate_tokens, format_line_range, share_budget, split_lines
 from codeoid.store import raw
-from codeoid.text import one_line
+from codeoid.text import agent_label, one_line
 
 # Room for the line that says which lines matched and how to page them.
 SAY_BYTES = 160
@@ -126,6 +126,7 @@ def _header(row: Row, found: MatchedLines, raw_outputs: Mapping[str, RawFacts], 
     fields = [f"=== episode {row['id']}", kind_of(row), _time(float(str(row["created_at"])))]
     session = f"session {str(row['session_id'])[:8]}"
     fields.append(session + (f" turn {row['turn']}" if row.get("turn") is not None else ""))
+    fields.append(f"agent {agent_label(row.get('agent'))}")
     fields.append(str(row["state"]))
     if row.get("score") is not None:
         fields.append(f"score {float(str(row['score'])):.3g}")

@@ -185,7 +185,7 @@ def _paths(episode: Row) -> list[str]:
 
 def run_forever(stop: threading.Event, *, db_path: str | None = None, delay: float = 2.0) -> None:
     """Index until `stop` is set, after `delay` (so the MCP server answers `initialize` and `tools/list` before
-    the model and chromadb load); every failure is logged, never raised: this runs on a background thread."""
+    the model loads); every failure is logged, never raised: this runs on a background thread."""
     if stop.wait(delay):
         return
     try:

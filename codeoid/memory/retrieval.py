@@ -22,7 +22,7 @@ from codeoid.memory import chroma_server, ranking
 from codeoid.store import identity, queries, raw, vector_progress
 from codeoid.store.queries import Row
 
-if TYPE_CHECKING:  # chromadb and the model load only when a query reaches the vector index (~0.8 s)
+if TYPE_CHECKING:  # the vector index and the model load only when a query reaches them (~0.8 s)
     from codeoid.memory.vector_index import Hit, VectorIndex
 
 # codeoid's own tool results and rotation seeds are copies of episodes already stored; recalling them would only

@@ -20,19 +20,12 @@ from __future__ import annotations
 import hashlib
 import socket
 import threading
-import urllib.parse
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, TypeVar
+from typing import TypeVar
 
-from codeoid.memory import chroma_query, chroma_server
+from codeoid.memory import chroma_rest, chroma_server
 from codeoid.memory.embedding import EmbeddingModelError
-
-if TYPE_CHECKING:  # chromadb (and httpx under it) load only for writes: a query needs neither (`chroma_query`)
-    from chromadb.api import ClientAPI
-    from chromadb.api.models.Collection import Collection
-
-    from codeoid.memory.chroma_embedding import CodeoidEmbeddingFunction
 
 MetadataValue = str | int | float | bool
 T = TypeVar("T")
@@ -97,20 +90,16 @@ def _digest(workspace: str) -> str:
 
 
 class VectorIndex:
-    """One store's view of every workspace's chunks, over one HTTP client that reconnects when the server has
-    moved on: it writes and deletes only its own store's chunks, and its hits say whose they are."""
+    """One store's view of every workspace's chunks, over Chroma's REST API (`chroma_rest`), reconnecting when the
+    server has moved on: it writes and deletes only its own store's chunks, and its hits say whose they are."""
 
-    def __init__(self, *, store: str, url: str | None = None,
-                 embedding_function: CodeoidEmbeddingFunction | None = None) -> None:
+    def __init__(self, *, store: str, url: str | None = None) -> None:
         """`store` is this store's id (`codeoid.store.identity.store_id`); `url` pins one server (tests); by
         default it is `CODEOID_CHROMA_URL` or the local server."""
         self.store = store
         self._url = url
-        self._embedding_function = embedding_function
-        self._client: ClientAPI | None = None
-        self._connect_lock = threading.Lock()  # the indexer thread and a recall may find the server gone together
-        self._collections: dict[str, Collection] = {}
-        self._queried: dict[str, chroma_query.Collection] = {}  # by collection name, for the REST query path
+        self._collections: dict[str, chroma_rest.Collection] = {}  # by collection name
+        self._collections_lock = threading.Lock()  # the indexer thread and a recall may open one together
 
     def add_chunks(self, workspace: str, chunks: Sequence[Chunk]) -> list[Sequence[float]]:
         """Embed and store `chunks`; chunks already there (same episode and number) are replaced. Returns the
@@ -121,18 +110,15 @@ class VectorIndex:
         if not chunks:
             return []
         embeddings = self.embed([chunk.text for chunk in chunks])
-
-        def add(collection: Collection) -> None:
-            collection.upsert(
-                ids=[self._chunk_id(chunk.episode_id, chunk.number) for chunk in chunks],
-                embeddings=embeddings,
-                documents=[chunk.text for chunk in chunks],
-                metadatas=[{**chunk.metadata, "store": self.store, "episode_id": chunk.episode_id,
-                            "chunk": chunk.number, "start_line": chunk.start_line, "end_line": chunk.end_line}
-                           for chunk in chunks],
-            )
-
-        self._with_collection(workspace, add, create=True)
+        self._with_collection(workspace, lambda url, collection: chroma_rest.upsert(
+            url, collection,
+            ids=[self._chunk_id(chunk.episode_id, chunk.number) for chunk in chunks],
+            embeddings=embeddings,
+            documents=[chunk.text for chunk in chunks],
+            metadatas=[{**chunk.metadata, "store": self.store, "episode_id": chunk.episode_id,
+                        "chunk": chunk.number, "start_line": chunk.start_line, "end_line": chunk.end_line}
+                       for chunk in chunks],
+        ), create=True)
         return embeddings
 
     def embed(self, texts: Sequence[str]) -> list[Sequence[float]]:
@@ -146,35 +132,19 @@ class VectorIndex:
               ) -> list[Hit]:
         """The `n` chunks of `workspace` nearest to `text` (or to its `embedding`, when the caller has it),
         nearest first (empty for an unknown workspace), of every store that shares the collection: `hit.store`
-        tells this store's from a teammate's.
-
-        Over Chroma's REST API with the standard library (`chroma_query`): no chromadb import, so a one-shot
-        `codeoid search` does not pay for it. Reconnects once (restarting a local server) as `_call` does."""
+        tells this store's from a teammate's. The query is embedded by the embedder the collection records."""
         if n < 1:
             return []
-        name = collection_name(workspace)
-        failure: Exception | None = None
-        for _ in range(2):
-            try:
-                url = self._url or chroma_server.server_url()
-                if self._url is None and chroma_server.remote_url() is None:
-                    chroma_server.touch_lease()
-                collection = self._queried.get(name) or chroma_query.open_collection(url, name)
-                if collection is None:
-                    return []
-                self._queried[name] = collection
-                vector = list(embedding) if embedding is not None else collection.embedder.embed([text])[0].tolist()
-                found = chroma_query.nearest(url, collection, vector, n)
-                if found is not None:
-                    return [_hit(near.metadata, near.document, near.distance) for near in found]
-                failure = chroma_query.ChromaUnreachable(f"the collection {name} was replaced while querying it")
-            except (chroma_query.ChromaUnreachable, chroma_server.ChromaServerError) as error:
-                failure = error
-            except EmbeddingModelError as error:
-                raise VectorIndexUnavailable(f"the vector index cannot be queried: {error}") from error
-            self._queried.pop(name, None)
-        where = self._url or chroma_server.remote_url() or "the local Chroma server"
-        raise VectorIndexUnavailable(f"the vector index at {where} is unreachable: {failure}") from failure
+
+        def nearest(url: str, collection: chroma_rest.Collection) -> list[Hit]:
+            vector = list(embedding) if embedding is not None else collection.embedder.embed([text])[0].tolist()
+            return [_hit(near.metadata, near.document, near.distance)
+                    for near in chroma_rest.nearest(url, collection, vector, n)]
+
+        try:
+            return self._with_collection(workspace, nearest, create=False) or []
+        except EmbeddingModelError as error:
+            raise VectorIndexUnavailable(f"the vector index cannot be queried: {error}") from error
 
     def first_chunks(self, workspace: str, episode_ids: Sequence[int]) -> dict[int, tuple[Sequence[float], str]]:
         """The stored vector and text of each of this store's episodes' first chunk, by episode id (missing ones
@@ -182,12 +152,12 @@ class VectorIndex:
         if not episode_ids:
             return {}
 
-        def fetch(collection: Collection) -> dict[int, tuple[Sequence[float], str]]:
-            result = collection.get(ids=[self._chunk_id(episode_id, 0) for episode_id in episode_ids],
-                                    include=["embeddings", "documents", "metadatas"])
-            embeddings = result["embeddings"] if result["embeddings"] is not None else []
-            documents = result["documents"] or []
-            metadatas = result["metadatas"] or []
+        def fetch(url: str, collection: chroma_rest.Collection) -> dict[int, tuple[Sequence[float], str]]:
+            result = chroma_rest.get(url, collection, [self._chunk_id(episode_id, 0) for episode_id in episode_ids],
+                                     include=["embeddings", "documents", "metadatas"])
+            embeddings = result.get("embeddings") or []
+            documents = result.get("documents") or []
+            metadatas = result.get("metadatas") or []
             return {int(str(meta["episode_id"])): (vector, document or "")
                     for meta, vector, document in zip(metadatas, embeddings, documents, strict=True)}
 
@@ -196,102 +166,64 @@ class VectorIndex:
     def delete_episode(self, workspace: str, episode_id: int) -> None:
         """Remove every chunk of one of this store's episodes (retracted, or about to be re-chunked)."""
         where = {"$and": [{"store": self.store}, {"episode_id": episode_id}]}
-        self._with_collection(workspace, lambda c: c.delete(where=where), create=False)  # type: ignore[arg-type]
+        self._with_collection(workspace, lambda url, collection: chroma_rest.delete(url, collection, where),
+                              create=False)
 
     def count(self, workspace: str) -> int:
         """Chunks in the workspace's collection, of every store that shares it."""
-        return self._with_collection(workspace, lambda c: c.count(), create=False) or 0
+        return self._with_collection(workspace, chroma_rest.count, create=False) or 0
 
     def forget_store(self, workspace: str) -> None:
         """Delete this store's chunks of a workspace (a full reindex starts from nothing); a teammate's chunks in
         a shared collection stay."""
-        self._with_collection(workspace, lambda c: c.delete(where={"store": self.store}), create=False)
+        self._with_collection(workspace, lambda url, collection: chroma_rest.delete(url, collection,
+                                                                                    {"store": self.store}),
+                              create=False)
 
     def _chunk_id(self, episode_id: int, number: int) -> str:
         return f"{self.store}:{episode_id}:{number}"
 
-    def _with_collection(self, workspace: str, operation: Callable[[Collection], T], *, create: bool) -> T | None:
-        """Run `operation` on the workspace's collection; None when it does not exist and `create` is False."""
-
-        def run(client: ClientAPI) -> T | None:
-            collection = self._collections.get(workspace) or self._open(client, workspace, create)
-            if collection is None:
-                return None
-            self._collections[workspace] = collection
-            return operation(collection)
-
-        return self._call(run)
-
-    def _open(self, client: ClientAPI, workspace: str, create: bool) -> Collection | None:
-        from chromadb.errors import NotFoundError
-
+    def _with_collection(self, workspace: str, operation: Callable[[str, chroma_rest.Collection], T], *,
+                         create: bool) -> T | None:
+        """Run `operation` on the workspace's collection; None when it does not exist and `create` is False.
+        Tries twice: a server that stopped while idle is restarted, a collection deleted since it was opened is
+        opened again; then gives up with `VectorIndexUnavailable`."""
         name = collection_name(workspace)
-        if create:
-            if chroma_server.remote_url() is None:
-                self._drop_legacy(client, workspace)
-            return client.get_or_create_collection(
-                name, embedding_function=self._function(),  # type: ignore[arg-type]
-                configuration={"hnsw": {"space": "cosine"}}, metadata={"codeoid_workspace": workspace},
-            )
-        try:
-            return client.get_collection(name, embedding_function=self._function())  # type: ignore[arg-type]
-        except NotFoundError:
-            return None
-
-    def _function(self) -> CodeoidEmbeddingFunction:
-        """Chroma's view of the embedder, made when chromadb is first needed (importing it imports chromadb)."""
-        if self._embedding_function is None:
-            from codeoid.memory.chroma_embedding import CodeoidEmbeddingFunction
-
-            self._embedding_function = CodeoidEmbeddingFunction()
-        return self._embedding_function
-
-    @staticmethod
-    def _drop_legacy(client: ClientAPI, workspace: str) -> None:
-        """On this machine's own server, the collection from before store-qualified chunk ids is dead weight: the
-        store re-indexes into the new one. A team server's is left, for teammates still on an older codeoid."""
-        from chromadb.errors import NotFoundError
-
-        try:
-            client.delete_collection(legacy_collection_name(workspace))
-        except NotFoundError:
-            pass
-
-    def _call(self, operation: Callable[[ClientAPI], T]) -> T:
-        """Run `operation` with a live client: reconnect once (restarting a local server) if the first try
-        finds nobody there, then give up with `VectorIndexUnavailable`."""
-        import httpx  # chromadb's own transport, already loaded with it
-
         failure: Exception | None = None
         for _ in range(2):
             try:
-                client = self._connect()
+                url = self._url or chroma_server.server_url()
                 if self._url is None and chroma_server.remote_url() is None:
                     chroma_server.touch_lease()
-                return operation(client)
-            except (httpx.TransportError, chroma_server.ChromaServerError, ConnectionError) as error:
+                collection = self._open(url, workspace, create)
+                if collection is None:
+                    return None
+                return operation(url, collection)
+            except (chroma_rest.ChromaUnreachable, chroma_server.ChromaServerError) as error:
                 failure = error
-                self._client = None
-                self._collections.clear()
+                with self._collections_lock:
+                    self._collections.pop(name, None)
         where = self._url or chroma_server.remote_url() or "the local Chroma server"
         raise VectorIndexUnavailable(f"the vector index at {where} is unreachable: {failure}") from failure
 
-    def _connect(self) -> ClientAPI:
-        with self._connect_lock:
-            if self._client is None:
-                self._client = self._new_client()
-            return self._client
+    def _open(self, url: str, workspace: str, create: bool) -> chroma_rest.Collection | None:
+        name = collection_name(workspace)
+        with self._collections_lock:
+            found = self._collections.get(name)
+        if found is not None:
+            return found
+        if create:
+            if self._url is None and chroma_server.remote_url() is None:
+                # On this machine's own server the collection from before store-qualified chunk ids is dead
+                # weight: the store re-indexes into the new one. A team server's is left, for teammates still on
+                # an older codeoid.
+                chroma_rest.delete_collection(url, legacy_collection_name(workspace))
+            from codeoid.memory.embedding import default_embedder
 
-    def _new_client(self) -> ClientAPI:
-        import chromadb
-        from chromadb.config import Settings
-
-        url = self._url or chroma_server.server_url()
-        parts = urllib.parse.urlsplit(url)
-        ssl = parts.scheme == "https"
-        try:
-            return chromadb.HttpClient(host=parts.hostname or chroma_server.HOST,
-                                       port=parts.port or (443 if ssl else 80), ssl=ssl,
-                                       settings=Settings(anonymized_telemetry=False))
-        except ValueError as error:  # chromadb's "Could not connect to a Chroma server"
-            raise ConnectionError(str(error)) from error
+            found = chroma_rest.create_collection(url, name, default_embedder(), {"codeoid_workspace": workspace})
+        else:
+            found = chroma_rest.open_collection(url, name)
+        if found is not None:
+            with self._collections_lock:
+                self._collections[name] = found
+        return found

@@ -10,7 +10,7 @@ window last saw it.
 The text is a pure function of the stored state: no "built at", no "3 hours ago", lists in a fixed order. The
 same memory gives byte-identical text, so it never breaks the prompt cache. Times are UTC minutes.
 
-Hooks import this module, so it imports nothing heavy at the top (numpy and chromadb load inside `build`).
+Hooks import this module, so it imports nothing heavy at the top (numpy and the vector index load inside `build`).
 """
 
 from __future__ import annotations

@@ -2,21 +2,24 @@
 per workspace a session is open in, and the memory tools answered for whichever session asks.
 
 Requests: `POST /tool/<name>` (a memory tool, for the caller named in the body), `POST /search` (`codeoid
-search`'s ranking), `POST /attach` (a session is open in a project), `GET /health`. A tool's own refusal comes
-back as 422 with its sentence; every request counts as activity for the idle stop.
+search`'s ranking), `POST /index` (`codeoid index`: build a workspace's index now), `POST /reindex` (`codeoid
+reindex`: forget this store's vectors, which the service's one indexer then embeds anew), `POST /attach` (a
+session is open in a project), `GET /health`. A tool's own refusal comes back as 422 with its sentence, an
+unreachable vector index as 503 with its reason. Every request but `/health` counts as activity for the idle stop,
+so `codeoid doctor` can look without keeping the service up.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
-from mcp.server.mcpserver.exceptions import ToolError
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
@@ -24,13 +27,15 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from codeoid.log import log
-from codeoid.mcp_server.tools import Caller, MemoryTools
-from codeoid.memory import index_builder, indexer, retrieval
+from codeoid.mcp_server.tools import Caller, MemoryTools, ToolError
+from codeoid.memory import index_builder, indexer, retrieval, workspace_index
 from codeoid.memory.ranking import vector_enabled
+from codeoid.memory.vector_index import VectorIndex, VectorIndexUnavailable, workspace_index_id
 from codeoid.memory_tools import TOOLS
 from codeoid.service import lifecycle
 from codeoid.service.client import forwarded
 from codeoid.store import db as store_db
+from codeoid.store import identity, queries, vector_progress
 from codeoid.workspace import identify
 
 TOOL_NAMES = frozenset(name for name, *_ in TOOLS)
@@ -90,10 +95,39 @@ class Service:
                 db.close()
         return {"rows": found.rows, "signals": found.signals, "fallback": found.fallback}
 
+    def build_index(self, project_dir: str, env: dict[str, str]) -> dict[str, Any]:
+        """Build `project_dir`'s workspace index now (topics from the stored vectors); its workspace id, None when
+        nothing is stored for it."""
+        with self._caller_env(env):
+            db = store_db.connect()
+            try:
+                workspace_id = queries.workspace_id_for(db, project_dir)
+                if workspace_id is not None:
+                    vectors = VectorIndex(store=identity.store_id(db)) if vector_enabled() else None
+                    workspace_index.build(db, workspace_id, vectors=vectors)
+            finally:
+                db.close()
+        return {"workspace_id": workspace_id}
+
+    def reindex(self) -> dict[str, Any]:
+        """Forget this store's chunks of every workspace and start the index over; this service's indexer then
+        embeds the store anew (a batch it holds now is not counted: `finish_batch` sees the claim is gone).
+        Returns the newest episode id, which the caller waits for the watermark to reach."""
+        db = store_db.connect()
+        try:
+            index = VectorIndex(store=identity.store_id(db))
+            for portable_id, key in db.execute("SELECT portable_id, key FROM workspaces").fetchall():
+                index.forget_store(workspace_index_id(portable_id, key))
+            vector_progress.reset(db)
+            return {"latest": vector_progress.progress(db).latest}
+        finally:
+            db.close()
+
     def health(self) -> dict[str, Any]:
         names = [thread.name for thread in self._threads if thread.is_alive()]
         return {"pid": os.getpid(), "indexers": sum(name == "codeoid-indexer" for name in names),
-                "workspaces": sorted(self._workspaces)}
+                "workspaces": sorted(self._workspaces), "idle_seconds": self.idle_seconds,
+                "idle_for": time.monotonic() - self.last_request}
 
     @contextmanager
     def _caller_env(self, env: dict[str, str]) -> Iterator[None]:
@@ -120,7 +154,12 @@ class Service:
         """After `idle_seconds` without a request: take the start lock (held until this process exits, so no one
         starts a second service meanwhile), forget the socket so new clients start afresh, and stop serving."""
         interval = min(30.0, max(0.2, self.idle_seconds / 4))
+        watermark = None
         while not self.stop.wait(interval):
+            # The indexer moving the watermark counts as activity: `codeoid reindex` waits on it without asking.
+            moved, watermark = self._watermark_moved(watermark)
+            if moved:
+                self.last_request = time.monotonic()
             if time.monotonic() - self.last_request <= self.idle_seconds:
                 continue
             held = lifecycle.acquire_lock()
@@ -131,6 +170,19 @@ class Service:
             lifecycle.remove_state_of(os.getpid())
             self.on_idle()
             return  # the lock is released when the process exits
+
+
+    @staticmethod
+    def _watermark_moved(before: int | None) -> tuple[bool, int | None]:
+        try:
+            db = store_db.connect()
+            try:
+                now = vector_progress.progress(db).indexed_upto
+            finally:
+                db.close()
+        except (store_db.StoreUnavailable, store_db.StoreCorrupt, sqlite3.Error):
+            return False, before
+        return before is not None and now != before, now
 
 
 def build_app(service: Service) -> Starlette:
@@ -158,8 +210,23 @@ def build_app(service: Service) -> Starlette:
         await run_in_threadpool(service.attach, str(body["project_dir"]))
         return _json({"ok": True})
 
-    async def health(request: Request) -> Response:
+    async def index(request: Request) -> Response:
         service.last_request = time.monotonic()
+        body = await request.json()
+        try:
+            return _json(await run_in_threadpool(service.build_index, str(body["project_dir"]),
+                                                 body.get("env") or {}))
+        except VectorIndexUnavailable as error:
+            return _json({"error": str(error)}, 503)
+
+    async def reindex(request: Request) -> Response:
+        service.last_request = time.monotonic()
+        try:
+            return _json(await run_in_threadpool(service.reindex))
+        except VectorIndexUnavailable as error:
+            return _json({"error": str(error)}, 503)
+
+    async def health(request: Request) -> Response:
         return _json(service.health())
 
     @asynccontextmanager
@@ -171,6 +238,7 @@ def build_app(service: Service) -> Starlette:
             await run_in_threadpool(service.shutdown)
 
     return Starlette(routes=[Route("/tool/{name}", tool, methods=["POST"]), Route("/search", search, methods=["POST"]),
+                             Route("/index", index, methods=["POST"]), Route("/reindex", reindex, methods=["POST"]),
                              Route("/attach", attach, methods=["POST"]), Route("/health", health, methods=["GET"])],
                      lifespan=lifespan)
 

@@ -64,7 +64,32 @@ def doctor_report(home: Path | None = None, project_dir: Path | None = None) -> 
         *_loss_findings(data_dir),
         *_size_findings(data_dir),
         *_missed_compression_findings(data_dir),
+        *_agent_findings(home),
     ]
+
+
+def _agent_findings(home: Path) -> list[Finding]:
+    """Codex and Gemini CLI, for each one `codeoid install --agent` was run for: is everything still registered."""
+    from codeoid.setup import agents
+
+    try:
+        recorded = agents.recorded_agents()
+    except InstallError as error:
+        return [Finding("fail", str(error))]
+    findings = []
+    for agent in recorded:
+        try:
+            missing = agents.installed(agent, home)
+        except InstallError as error:
+            findings.append(Finding("fail", str(error)))
+            continue
+        if missing:
+            findings.append(Finding("fail", f"codeoid is installed in {agent} but {', '.join(missing)} is gone: run "
+                                            f"`codeoid install --agent {agent}` again."))
+        else:
+            findings.append(Finding("ok", f"codeoid's hooks and MCP server are registered in {agent}; its sessions "
+                                          "are captured live."))
+    return findings
 
 
 def _rule_file_findings(home: Path, project: Path) -> list[Finding]:

@@ -23,14 +23,16 @@ MID_TURN_SEPARATOR = "#"
 
 
 class Owner:
-    """Where an episode belongs: the backing Claude Code session and the codeoid session behind it."""
+    """Where an episode belongs: the backing session (a Claude Code, Codex or Gemini run), the codeoid session
+    behind it, and the agent CLI it ran in (None: Claude Code)."""
 
-    __slots__ = ("backing_session_id", "session_id", "workspace_id")
+    __slots__ = ("agent", "backing_session_id", "session_id", "workspace_id")
 
-    def __init__(self, backing_session_id: str, session_id: str, workspace_id: int) -> None:
+    def __init__(self, backing_session_id: str, session_id: str, workspace_id: int, agent: str | None = None) -> None:
         self.backing_session_id = backing_session_id
         self.session_id = session_id
         self.workspace_id = workspace_id
+        self.agent = agent
 
 
 def ensure_workspace(db: sqlite3.Connection, workspace: WorkspaceId, now: float) -> int:
@@ -53,14 +55,17 @@ def ensure_backing_session(
     claude_pid: int | None = None,
     transcript_path: str | None = None,
     model: str | None = None,
+    agent: str | None = None,
+    hooked: bool = False,
 ) -> Owner:
     """Find or register the backing session; a new one joins `codeoid_session_id` or starts a session.
 
     Under the supervisor `codeoid_session_id` carries the durable id across rotations; without it each new
-    backing session (startup, `/clear`) is a new codeoid session, and a resumed one keeps its own.
+    backing session (startup, `/clear`) is a new codeoid session, and a resumed one keeps its own. `agent` names
+    the CLI (None: Claude Code); `hooked` says the event came from that CLI's own hooks (live capture).
     """
     row = db.execute(
-        "SELECT b.session_id, s.workspace_id FROM backing_sessions b JOIN sessions s ON s.id = b.session_id"
+        "SELECT b.session_id, s.workspace_id, b.agent FROM backing_sessions b JOIN sessions s ON s.id = b.session_id"
         " WHERE b.id = ?",
         (backing_session_id,),
     ).fetchone()
@@ -68,10 +73,11 @@ def ensure_backing_session(
         db.execute(
             "UPDATE backing_sessions SET claude_pid = coalesce(?, claude_pid),"
             " transcript_path = coalesce(?, transcript_path), model = coalesce(?, model),"
+            " agent = coalesce(agent, ?), hooked_at = coalesce(hooked_at, ?),"
             " ended_at = CASE WHEN ? IS NULL THEN ended_at ELSE NULL END WHERE id = ?",
-            (claude_pid, transcript_path, model, source, backing_session_id),
+            (claude_pid, transcript_path, model, agent, now if hooked else None, source, backing_session_id),
         )
-        return Owner(backing_session_id, row[0], int(row[1]))
+        return Owner(backing_session_id, row[0], int(row[1]), row[2] or agent)
     workspace_id = ensure_workspace(db, workspace, now)
     session_id = codeoid_session_id or os.urandom(16).hex()
     db.execute(
@@ -80,11 +86,12 @@ def ensure_backing_session(
     )
     workspace_id = int(db.execute("SELECT workspace_id FROM sessions WHERE id = ?", (session_id,)).fetchone()[0])
     db.execute(
-        "INSERT INTO backing_sessions (id, session_id, source, claude_pid, transcript_path, model, started_at)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?)",
-        (backing_session_id, session_id, source, claude_pid, transcript_path, model, now),
+        "INSERT INTO backing_sessions (id, session_id, source, claude_pid, transcript_path, model, started_at, agent,"
+        " hooked_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (backing_session_id, session_id, source, claude_pid, transcript_path, model, now, agent,
+         now if hooked else None),
     )
-    return Owner(backing_session_id, session_id, workspace_id)
+    return Owner(backing_session_id, session_id, workspace_id, agent)
 
 
 def current_turn(db: sqlite3.Connection, owner: Owner) -> int:
@@ -293,7 +300,8 @@ def apply_compaction(db: sqlite3.Connection, backing_session_id: str, *, keep: s
 
 def _is_codeoid_tool(tool_name: str) -> bool:
     """codeoid's own memory tools: stored, but their results are copies and are not indexed."""
-    return tool_name.startswith(("mcp__codeoid__", "mcp__plugin_codeoid_codeoid__"))
+    # Gemini names an MCP server's tools `mcp_<server>_<tool>`.
+    return tool_name.startswith(("mcp__codeoid__", "mcp__plugin_codeoid_codeoid__", "mcp_codeoid_"))
 
 
 def _insert(db: sqlite3.Connection, owner: Owner, *, kind: str, text: str, summary: str, now: float,
@@ -307,6 +315,7 @@ def _insert(db: sqlite3.Connection, owner: Owner, *, kind: str, text: str, summa
         "summary": summary,
         "token_estimate": estimate_tokens(text),
         "created_at": now,
+        "agent": owner.agent,
         **fields,
     }
     names = ", ".join(columns)

@@ -398,6 +398,26 @@ def m010_context_index(db: sqlite3.Connection) -> None:
     )
 
 
+@migration
+def m011_agents(db: sqlite3.Connection) -> None:
+    """Which agent CLI a backing session ran in and each episode came from (NULL: Claude Code; `codex`, `gemini`),
+    so recall and `sessions` can name it; and when an agent CLI's own hooks first reported a run (`hooked_at`), so
+    the fork path's read-back at exit leaves a run its hooks captured live alone. Codex and Gemini fork runs
+    captured before this are named after their `source`, which already said which CLI it was.
+    """
+    run_script(
+        db,
+        """
+        ALTER TABLE backing_sessions ADD COLUMN agent TEXT;
+        ALTER TABLE backing_sessions ADD COLUMN hooked_at REAL;
+        ALTER TABLE episodes ADD COLUMN agent TEXT;
+        UPDATE backing_sessions SET agent = source WHERE source IN ('codex', 'gemini');
+        UPDATE episodes SET agent = (SELECT b.agent FROM backing_sessions b WHERE b.id = episodes.backing_session_id)
+            WHERE backing_session_id IN (SELECT id FROM backing_sessions WHERE agent IS NOT NULL);
+        """,
+    )
+
+
 def migrate(db: sqlite3.Connection, upto: str | None = None) -> list[str]:
     """Apply every migration not yet recorded (stopping after `upto` if given); return the names applied."""
     if _is_current(db, upto):

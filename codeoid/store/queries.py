@@ -99,6 +99,8 @@ def sessions(db: sqlite3.Connection, *, workspace_id: int | None = None) -> list
                    s.created_at,
                    (SELECT count(*) FROM episodes e WHERE e.session_id = s.id) AS episodes,
                    (SELECT count(*) FROM backing_sessions b WHERE b.session_id = s.id) AS backing_sessions,
+                   (SELECT group_concat(agent, ',') FROM (SELECT DISTINCT coalesce(b.agent, 'claude') AS agent
+                        FROM backing_sessions b WHERE b.session_id = s.id ORDER BY agent)) AS agents,
                    coalesce((SELECT max(created_at) FROM episodes e WHERE e.session_id = s.id), s.created_at)
                        AS last_activity
             FROM sessions s JOIN workspaces w ON w.id = s.workspace_id {where}

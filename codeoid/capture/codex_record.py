@@ -1,4 +1,5 @@
-"""Reading back what a Codex fork did: the lines Codex appended to the rollout file codeoid wrote.
+"""Reading back what Codex did from its rollout file: the lines Codex appended to the one a fork wrote, or (for
+a session captured live by codeoid's hooks) the model's text in the session's own rollout.
 
 Codex 0.171.0 appends each new turn to the rollout it resumed and leaves the lines codeoid wrote as they were
 (docs/backends/codex.md, section 4), so everything from the byte where codeoid's history ended is Codex's own.
@@ -23,8 +24,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from codeoid.capture.record import Answer, Call, Prompt, Step
 from codeoid.capture.transcript import epoch
-from codeoid.fork.record import Answer, Call, Prompt, Step
 from codeoid.store import episode_text
 
 CALL_TYPES = ("function_call", "custom_tool_call")

@@ -1,9 +1,9 @@
-"""What a forked session did in another agent CLI, read back from that CLI's own session record.
+"""What a session did in another agent CLI, read back from that CLI's own session record.
 
-Codex and Gemini run no codeoid hooks, so after a fork's run codeoid reads the record the CLI keeps (Codex's
-rollout file, Gemini's chat file) into these steps, in the order they happened, and stores them as episodes
-(`codeoid.fork.capture`). Each step carries a key that stays the same every time the record is read, so reading
-it again stores nothing twice.
+A fork's run in Codex or Gemini without codeoid's hooks is read from the record the CLI keeps (Codex's rollout
+file, Gemini's chat file) into these steps once it exits (`codeoid.fork.capture`); with the hooks, Codex's
+rollout gives the model's text between tool calls, which no hook carries (`codeoid.capture.agent_events`). Each
+step carries a key that stays the same every time the record is read, so reading it again stores nothing twice.
 """
 
 from __future__ import annotations
