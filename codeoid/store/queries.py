@@ -232,12 +232,14 @@ def search_bm25(db: sqlite3.Connection, query: str, *, workspace_id: int | None 
     filters, params = _recall_filters(states, workspace_id, skip_live_of, exclude_origins)
     # Rank ids first and read whole rows only for the winners: sorting `e.*` would carry the text of every
     # matching episode through the sorter (100k episodes: ~10x slower).
+    # The match runs once, first, as in `context_index.search` (the planner may otherwise run it per episode).
     return _rows(db.execute(
-        f"""SELECT e.*, ranked.score FROM (
-                SELECT e.id AS id, -bm25(episodes_fts) AS score FROM episodes_fts
-                JOIN episodes e ON e.id = episodes_fts.rowid
-                WHERE episodes_fts MATCH ? AND {' AND '.join(filters)}
-                ORDER BY bm25(episodes_fts) LIMIT ?
+        f"""WITH hits AS MATERIALIZED (
+                SELECT rowid AS id, -bm25(episodes_fts) AS score FROM episodes_fts WHERE episodes_fts MATCH ?)
+            SELECT e.*, ranked.score FROM (
+                SELECT hits.id AS id, hits.score AS score FROM hits JOIN episodes e ON e.id = hits.id
+                WHERE {' AND '.join(filters)}
+                ORDER BY hits.score DESC LIMIT ?
             ) AS ranked JOIN episodes e ON e.id = ranked.id ORDER BY ranked.score DESC""",
         (match, *params, limit),
     ))
