@@ -30,6 +30,8 @@ import psutil
 
 from codeoid import paths
 
+# Every process of one backing window carries this, with the window's own value (`codeoid.rotation.supervisor`).
+WINDOW_MARKER_ENV = "CODEOID_WINDOW_MARKER"
 SPARE_ENV = "CODEOID_DETACHED_SERVICE"  # as codeoid.rotation.process_tree.SPARE_ENV
 MAX_LOG_BYTES = 5 * 1024 * 1024
 
@@ -102,6 +104,8 @@ class Detached(Generic[State]):
         if os.path.exists(log) and os.stat(log).st_size > MAX_LOG_BYTES:
             os.replace(log, log + ".1")
         environment = {**os.environ, **(env or {}), SPARE_ENV: "1"}
+        # Shared by every window, it is none of them: it must not carry the marker of the window that started it.
+        environment.pop(WINDOW_MARKER_ENV, None)
         if "CODEOID_HOME" in environment:  # a relative one would mean something else from the process's working dir
             environment["CODEOID_HOME"] = paths.data_dir()
         read_fd, write_fd = os.pipe()

@@ -321,6 +321,26 @@ def test_a_rotation_sweep_of_the_window_that_started_the_service_spares_it(memor
     assert running is not None and running.pid == pid
 
 
+def test_the_service_a_window_starts_does_not_carry_that_windows_marker(memory: Memory) -> None:
+    """Shared by every window, the service is none of them: the marker `codeoid run` gives each window's processes
+    (by which it knows an old window's leftovers) does not reach it, nor the Chroma server behind it."""
+    from codeoid.detached import WINDOW_MARKER_ENV
+
+    marker = os.urandom(8).hex()
+    window = subprocess.Popen(
+        [sys.executable, "-c", "import time\nfrom codeoid.service import lifecycle\n"
+                               "print(lifecycle.ensure_service().pid, flush=True)\ntime.sleep(300)"],
+        env={**os.environ, WINDOW_MARKER_ENV: marker}, stdout=subprocess.PIPE, text=True)
+    try:
+        assert window.stdout is not None
+        pid = int(window.stdout.readline())
+        assert psutil.Process(window.pid).environ().get(WINDOW_MARKER_ENV) == marker
+        assert WINDOW_MARKER_ENV not in psutil.Process(pid).environ()
+    finally:
+        window.kill()
+        window.wait(30)
+
+
 def test_the_service_process_loads_neither_the_mcp_sdk_pydantic_nor_chromadb(tmp_path: Path) -> None:
     """What the service imports to serve, index and build workspace indexes; the SDK, pydantic and chromadb's client
     cost it ~80 MB between them before it learnt to do without (benchmarks/memory_service.py)."""

@@ -29,6 +29,7 @@ from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 
 from codeoid.capture import ingest
+from codeoid.detached import WINDOW_MARKER_ENV
 from codeoid.log import log
 from codeoid.rotation import rundir, terminal
 from codeoid.rotation.claude_args import (
@@ -50,7 +51,6 @@ from codeoid.store import db as store_db
 from codeoid.workspace import identify
 
 SESSION_ENV = "CODEOID_SESSION_ID"
-WINDOW_MARKER_ENV = "CODEOID_WINDOW_MARKER"
 TICK_SECONDS = 0.5
 BUSY_TICK_SECONDS = 0.05  # while a rotation waits for the old window to settle
 SETTLE_SECONDS = 5.0
