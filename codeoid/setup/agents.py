@@ -37,7 +37,7 @@ from codeoid.setup.hook_table import (
     is_codeoid_handler,
     is_codeoid_server,
 )
-from codeoid.setup.install import Outcome
+from codeoid.setup.install import Outcome, missing_dirs
 from codeoid.setup.json_config import InstallError, back_up, load_object, write_atomic
 
 AGENTS = ("codex", "gemini")
@@ -414,7 +414,7 @@ def _write(path: Path, data: bytes, record: dict[str, Any], outcome: Outcome) ->
     current = _read(path)
     entry = record.get(str(path))
     if entry is None:
-        created = _missing_dirs(path.parent) if current is None else []
+        created = missing_dirs(path.parent) if current is None else []
         entry = {"original": None if current is None else base64.b64encode(current).decode(), "created_dirs":
                  [str(d) for d in created]}
         record[str(path)] = entry
@@ -439,14 +439,6 @@ def _replace(path: Path, data: bytes, outcome: Outcome) -> None:
         os.fsync(file.fileno())
     os.replace(temporary, target)
     outcome.written.append(path)
-
-
-def _missing_dirs(directory: Path) -> list[Path]:
-    missing = []
-    while not directory.exists():
-        missing.append(directory)
-        directory = directory.parent
-    return missing
 
 
 def _remove_created_dirs(directories: list[str]) -> None:

@@ -129,8 +129,8 @@ def install(
                 str(document.path): sorted(document.created_now() | _previously_created(previous, document.path))
                 for document in (settings, state)
             },
-            created_dirs=_merge_dirs(previous, _missing_dirs(settings.path.parent), _missing_dirs(state.path.parent),
-                                     _missing_dirs(commands_dir)),
+            created_dirs=_merge_dirs(previous, missing_dirs(settings.path.parent), missing_dirs(state.path.parent),
+                                     missing_dirs(commands_dir)),
         )
     )
     # The record goes first: if a write below fails, uninstall still knows what codeoid may have added.
@@ -396,7 +396,7 @@ def _previously_created(previous: InstallRecord | None, path: Path) -> set[KeyPa
     return previous.created_in(path) if previous else set()
 
 
-def _missing_dirs(directory: Path) -> list[Path]:
+def missing_dirs(directory: Path) -> list[Path]:
     """The directories that must be created for `directory` to exist, deepest first."""
     missing = []
     while not directory.exists():
