@@ -179,7 +179,8 @@ def type_into_forked_session(argv: Sequence[str], env: Mapping[str, str], cwd: s
         terminal.wait_for(ANSWER, since=mark, timeout=TUI_TIMEOUT)
         if after_quit is not None:
             if idle is not None:
-                terminal.wait_for(idle, since=mark, timeout=TUI_TIMEOUT)
+                # On the screen as it is now: Codex draws "Worked for" by overwriting "Working" in place.
+                terminal.wait_for(idle, on_screen=True, timeout=TUI_TIMEOUT)
             wait_until(lambda: recorded(Path(env["HOME"]), ANSWER), timeout=TUI_TIMEOUT,
                        message="the answer in the CLI's own record")
             mark = terminal.mark()

@@ -1,9 +1,12 @@
 """Driving an interactive terminal program (the `claude` TUI, or `codeoid run` around it) under a pseudo-terminal.
 
-A test types into the program as a person would and waits for what appears on the screen. The screen is not
-emulated: everything the program wrote is kept, and `screen_text` is that output with the escape sequences
-removed, which is enough to wait for a word to appear. Output is read continuously by a thread, so the
-program never blocks on a full PTY buffer while the test waits for something else (an API request, a file).
+A test types into the program as a person would and waits for what appears. Two views of the output are kept:
+`screen_text`, everything the program wrote with the escape sequences removed (words drawn since a mark, even if
+scrolled away since), and `screen`, the screen as a terminal shows it now (pyte emulates it). The second is the
+one to wait on for text a TUI draws by changing what is already there: Codex turns "Working (3s)" into
+"Worked for 3s" by writing only "ed for 3s" over the old line, so the stream never holds the new words whole.
+Output is read continuously by a thread, so the program never blocks on a full PTY buffer while the test waits
+for something else (an API request, a file).
 """
 
 from __future__ import annotations
@@ -19,9 +22,21 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 
+import pyte
+
 # CSI, OSC (ended by BEL or ST) and two-byte escapes: enough to turn the TUI's output into searchable text.
 _WHITESPACE = re.compile(r"\s+")
 _ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]|[\x00-\x08\x0e-\x1f]")
+
+
+class _Screen(pyte.Screen):
+    """pyte's screen, taking the private SGR sequences (xterm's `CSI > 4;1 m`, modifyOtherKeys) that Gemini CLI
+    writes and pyte 0.8.2 passes on with a keyword its own handler does not accept. They set keyboard modes, not
+    how text looks, so they change nothing on the screen."""
+
+    def select_graphic_rendition(self, *attrs: int, private: bool = False) -> None:
+        if not private:
+            super().select_graphic_rendition(*attrs)
 
 
 def at_a_persons_terminal(env: Mapping[str, str]) -> dict[str, str]:
@@ -51,9 +66,12 @@ class Terminal:
             os._exit(127)
         self.pid = pid
         self.fd = fd
-        self.resize(rows, cols)
         self._output = bytearray()
         self._lock = threading.Lock()
+        self._screen = _Screen(cols, rows)
+        self._emulator = pyte.ByteStream(self._screen)
+        self._emulator_error: Exception | None = None
+        self.resize(rows, cols)
         self._exit_status: int | None = None
         self._reader = threading.Thread(target=self._read_forever, daemon=True)
         self._reader.start()
@@ -72,6 +90,11 @@ class Terminal:
                 break
             with self._lock:
                 self._output.extend(chunk)
+                if self._emulator_error is None:
+                    try:
+                        self._emulator.feed(chunk)
+                    except Exception as error:  # noqa: BLE001 - the stream must go on being read and kept
+                        self._emulator_error = error
 
     @property
     def output(self) -> bytes:
@@ -87,13 +110,22 @@ class Terminal:
         """Everything written since `since`, escape sequences removed (cursor moves become nothing)."""
         return _ESCAPES.sub("", self.output[since:].decode("utf-8", "replace"))
 
+    def screen(self) -> str:
+        """The screen as the terminal shows it now, one line per row."""
+        with self._lock:
+            if self._emulator_error is not None:
+                raise RuntimeError(f"the terminal emulator failed on the program's output: {self._emulator_error!r}")
+            return "\n".join(line.rstrip() for line in self._screen.display)
+
     def wait_for(self, pattern: str | re.Pattern[str], *, timeout: float = 60, since: int = 0,
-                 after: str | None = None) -> re.Match[str]:
-        """Wait until `pattern` appears in the screen text (with `after`: drawn after that text was).
+                 after: str | None = None, on_screen: bool = False) -> re.Match[str]:
+        """Wait until `pattern` appears in the screen text (with `after`: drawn after that text was; with
+        `on_screen`: on the screen as it is now, which `since` and `after` do not apply to).
 
         A literal string is matched with all whitespace ignored on both sides, because the TUI positions words
         with cursor moves rather than spaces; a compiled regex is matched against the text as it is.
         """
+        assert not (on_screen and (since or after)), "the screen as it is now has no past to look after"
         if isinstance(pattern, re.Pattern):
             assert after is None, "`after` goes with a literal pattern"
             regex, squeeze = pattern, False
@@ -103,14 +135,15 @@ class Terminal:
                 literal = re.escape(_WHITESPACE.sub("", after)) + ".*?" + literal
             regex, squeeze = re.compile(literal, re.DOTALL), True
         deadline = time.monotonic() + timeout
+        view = self.screen if on_screen else lambda: self.screen_text(since)
         while True:
-            text = self.screen_text(since)
+            text = view()
             found = regex.search(_WHITESPACE.sub("", text) if squeeze else text)
             if found:
                 return found
             if time.monotonic() > deadline:
                 raise TerminalTimeout(f"{regex.pattern!r} did not appear within {timeout}s; screen tail:\n"
-                                      f"{self.screen_text(since)[-3000:]}")
+                                      f"{view()[-3000:]}")
             if not self.alive() and not self._reader.is_alive():
                 raise TerminalTimeout(f"{regex.pattern!r}: the program exited ({self._exit_status}); screen tail:\n"
                                       f"{self.screen_text(since)[-3000:]}")
@@ -140,6 +173,8 @@ class Terminal:
 
     def resize(self, rows: int, cols: int) -> None:
         """Set the terminal size; the kernel sends SIGWINCH to the foreground process group."""
+        with self._lock:
+            self._screen.resize(rows, cols)
         fcntl.ioctl(self.fd, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
 
     # -- lifetime --------------------------------------------------------------------------------------
