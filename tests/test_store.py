@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from codeoid import paths
-from codeoid.store import capture, db, identity, queries, raw
+from codeoid.store import capture, context_index, db, identity, queries, raw
 from codeoid.store.migrations import MIGRATIONS, migrate
 from codeoid.workspace import identify
 
@@ -159,6 +159,34 @@ def test_words_in_most_episodes_of_a_large_store_leave_the_query(store: sqlite3.
     # A small store keeps every word.
     monkeypatch.setattr(queries, "COMMON_TERM_DOCS", 5000)
     assert queries.any_term_query("zebra tests", store) == '"zebra" OR "tests"'
+
+
+def test_a_question_of_only_common_words_ranks_their_newest_rows_and_a_rare_word_reaches_every_row(
+        store: sqlite3.Connection, project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # At scale ("large" is 5,000 episodes, and 5,000 rows scored): 200 episodes and 20 rows here.
+    monkeypatch.setattr(queries, "COMMON_TERM_DOCS", 50)
+    monkeypatch.setattr(context_index, "COMMON_SCORED_ROWS", 20)
+    owner = _owner(store, project)
+    with db.write_transaction(store):
+        capture.add_user_turn(store, owner, prompt="the zebra tests hang", prompt_id="zebra", origin="user", now=0.0)
+        for n in range(200):
+            capture.add_user_turn(store, owner, prompt=f"running the tests again, attempt {n}", prompt_id=f"p{n}",
+                                  origin="user", now=float(n + 1))
+    queries.catch_up_fts(store)
+    workspace = queries.workspace_id_for(store, str(project))
+
+    common, stats = queries.search_context(store, "running tests", workspace_id=workspace, limit=50)
+    newest = sorted(row[0] for row in store.execute("SELECT id FROM episodes ORDER BY id DESC LIMIT 20"))
+    assert sorted(hit["id"] for hit in common) == newest
+    # The sums standardising the scores stand for every matching row, as a sample's would.
+    monkeypatch.setattr(context_index, "COMMON_SCORED_ROWS", 5000)
+    every, whole = queries.search_context(store, "running tests", workspace_id=workspace, limit=50)
+    assert len(every) == 50 and stats.total == pytest.approx(whole.total, rel=0.25)
+    assert stats.squares == pytest.approx(whole.squares, rel=0.5)
+    # A rare word is never cut to the newest rows: the oldest episode is found by it.
+    monkeypatch.setattr(context_index, "COMMON_SCORED_ROWS", 20)
+    rare, _ = queries.search_context(store, "zebra tests", workspace_id=workspace, limit=5)
+    assert rare[0]["prompt_id"] == "zebra"
 
 
 def test_a_word_counts_by_the_neighbour_rows_it_reaches_not_its_episodes(store: sqlite3.Connection, project: Path,

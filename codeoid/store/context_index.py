@@ -27,6 +27,8 @@ REACH = 3  # neighbours on each side
 WEIGHTS = (4.0, 1.0, 0.5, 0.25)  # bm25() column weights: self, near, mid, far (see `search`)
 NEIGHBOUR_CHARS = 1000
 NEIGHBOUR_TOOL_CHARS = 150
+# A match of one very common word scores only its newest rows (see `search`).
+COMMON_SCORED_ROWS = 5000
 # Episodes that never count as anyone's neighbour: codeoid's own tool results and rotation seeds are copies of
 # other episodes (the same origins recall leaves out).
 NOT_NEIGHBOURS = ("codeoid", "seed")
@@ -138,25 +140,44 @@ def _line(episode: tuple[object, ...], *, whole: bool) -> str:
 
 
 def search(db: sqlite3.Connection, match: str, *, filters: list[str], params: list[object], limit: int,
-           weights: tuple[float, float, float, float] = WEIGHTS) -> tuple[list[tuple[int, float]], tuple[float, float]]:
+           weights: tuple[float, float, float, float] = WEIGHTS, common_rows: int | None = None,
+           ) -> tuple[list[tuple[int, float]], tuple[float, float]]:
     """The best `limit` episodes for an FTS5 `match` over their context rows, with their BM25 scores (higher is
     better), and the sum and sum of squares of the scores of every match: what standardising them over the whole
     corpus needs (`codeoid.memory.ranking`). `filters` are WHERE terms on alias `e` (the episodes table);
-    `weights` are the columns' (self, near, mid, far), chosen on the tuning halves of benchmarks/retrieval."""
+    `weights` are the columns' (self, near, mid, far), chosen on the tuning halves of benchmarks/retrieval.
+
+    `common_rows` says the match is one word too common to tell episodes apart, in that many rows
+    (`queries.selective_words`): then only its newest `COMMON_SCORED_ROWS` rows are scored, and the sums are
+    scaled up to every row, as from a sample. BM25 scores every row a match holds, about 2-4 us each; a question
+    of only common words ("why does the config error") would otherwise score most of the store (105 ms for a
+    word in every row of 100k episodes, against 10 ms for 5,000). Such a word's weight is near zero, so among its
+    rows BM25 ranks mostly by length; the newest are the likelier ones to matter, and meaning (the vector side)
+    still searches them all.
+    """
     columns = ", ".join(str(float(w)) for w in weights)
-    # The match runs once, first (MATERIALIZED), and the filters then look each hit up by its id. Left to itself
-    # SQLite's planner may walk the workspace's episodes instead and run the match once per episode: 87 s a
-    # query at 100k episodes.
+    window, scale = "", 1.0
+    if common_rows is not None and common_rows > COMMON_SCORED_ROWS:
+        floor = db.execute("SELECT rowid FROM episodes_context WHERE episodes_context MATCH ?"
+                           " ORDER BY rowid DESC LIMIT 1 OFFSET ?", (match, COMMON_SCORED_ROWS - 1)).fetchone()
+        if floor is not None:
+            window, scale = f" AND rowid >= {int(floor[0])}", common_rows / COMMON_SCORED_ROWS
+    # The match runs once, first (MATERIALIZED), and the filters then look each hit up by its id, in the index
+    # that holds just the columns they read (migration m012). Left to itself SQLite's planner may walk the
+    # workspace's episodes instead and run the match once per episode: 87 s a query at 100k episodes. The sums
+    # are plain aggregates over the kept hits: a window over them made SQLite sort every hit.
     rows = db.execute(
         f"""WITH hits AS MATERIALIZED (
                 SELECT rowid AS id, -bm25(episodes_context, {columns}) AS score FROM episodes_context
-                WHERE episodes_context MATCH ?)
-            SELECT id, score, sum(score) OVER (), sum(score * score) OVER () FROM (
-                SELECT hits.id AS id, hits.score AS score FROM hits JOIN episodes e ON e.id = hits.id
-                WHERE {' AND '.join(filters)}
-            ) ORDER BY score DESC LIMIT ?""",
+                WHERE episodes_context MATCH ?{window}),
+            kept AS MATERIALIZED (
+                SELECT hits.id AS id, hits.score AS score
+                FROM hits JOIN episodes e INDEXED BY episodes_recall_filter ON e.id = hits.id
+                WHERE {' AND '.join(filters)})
+            SELECT id, score, (SELECT sum(score) FROM kept), (SELECT sum(score * score) FROM kept) FROM kept
+            ORDER BY score DESC LIMIT ?""",
         (match, *params, limit),
     ).fetchall()
     if not rows:
         return [], (0.0, 0.0)
-    return [(int(row[0]), float(row[1])) for row in rows], (float(rows[0][2]), float(rows[0][3]))
+    return [(int(row[0]), float(row[1])) for row in rows], (float(rows[0][2]) * scale, float(rows[0][3]) * scale)

@@ -115,6 +115,14 @@ def backing_sessions(db: sqlite3.Connection, session_id: str) -> list[Row]:
     ))
 
 
+class LexicalQuery(NamedTuple):
+    """An FTS5 match for a question, and whether it is a word too common to tell episodes apart, kept because every
+    word was (then `common_rows` is how many index rows it matches, else None)."""
+
+    match: str | None
+    common_rows: int | None = None
+
+
 def any_term_query(text: str, db: sqlite3.Connection | None = None) -> str | None:
     """An FTS5 query matching any of the words (BM25 ranks documents with more and rarer words higher).
 
@@ -125,16 +133,22 @@ def any_term_query(text: str, db: sqlite3.Connection | None = None) -> str | Non
     0.271 -> 0.298 on the tuning half). Given the store, words too common to tell episodes apart are left
     out too (`selective_words`).
     """
+    return lexical_query(text, db).match
+
+
+def lexical_query(text: str, db: sqlite3.Connection | None = None) -> LexicalQuery:
+    """`any_term_query`'s match, and whether what it kept is one word too common to tell episodes apart."""
     words = list(dict.fromkeys(word.lower() for word in _WORD.findall(text)))
     content = [word for word in words if word not in STOP_WORDS] or words
+    common_rows = None
     if db is not None:
-        content = selective_words(db, content)
-    return " OR ".join(f'"{word}"' for word in content) or None
+        content, common_rows = selective_words(db, content)
+    return LexicalQuery(" OR ".join(f'"{word}"' for word in content) or None, common_rows)
 
 
-def selective_words(db: sqlite3.Connection, words: list[str]) -> list[str]:
+def selective_words(db: sqlite3.Connection, words: list[str]) -> tuple[list[str], int | None]:
     """`words` without those in more than `COMMON_TERM_DOCS` episodes and `COMMON_TERM_SHARE` of all of them
-    (the rarest word stays if every one is that common).
+    (the rarest word stays if every one is that common; then the rows it matches come with it, else None).
 
     An any-term query ranks every episode holding any of its words, so "test" in a 100k-episode store of
     coding sessions means scoring tens of thousands of rows (0.2 s and more) for a word whose inverse document
@@ -146,11 +160,11 @@ def selective_words(db: sqlite3.Connection, words: list[str]) -> list[str]:
     the stemming). Small stores are left alone.
     """
     if len(words) < 2:
-        return words
+        return words, None
     total = int(db.execute("SELECT coalesce(max(id), 0) FROM episodes").fetchone()[0])
     threshold = max(COMMON_TERM_DOCS, COMMON_TERM_SHARE * total)
     if total <= threshold:
-        return words
+        return words, None
     _ensure_vocabulary(db)
     db.execute("DELETE FROM temp.codeoid_query_words")
     db.executemany("INSERT INTO temp.codeoid_query_words (rowid, word) VALUES (?, ?)",
@@ -158,16 +172,39 @@ def selective_words(db: sqlite3.Connection, words: list[str]) -> list[str]:
     stems: dict[int, set[str]] = {}
     for number, stem in db.execute("SELECT doc, term FROM temp.codeoid_query_stems"):
         stems.setdefault(int(number), set()).add(stem)  # `snake_case` is two tokens, searched as a phrase
-    every_stem = sorted(set().union(*stems.values())) if stems else []
-    counts = {stem: int(count) for stem, count in db.execute(
-        f"SELECT term, doc FROM temp.codeoid_vocabulary WHERE term IN ({', '.join('?' for _ in every_stem)})",
-        every_stem,
-    )}
+    counts = _term_rows(db, set().union(*stems.values()) if stems else set(), total)
     # A phrase is at most as common as its rarest token.
-    documents = {word: min((counts.get(stem, 0) for stem in stems.get(number, ())), default=0)
+    documents = {word: min((counts[stem] for stem in stems.get(number, ())), default=0)
                  for number, word in enumerate(words, start=1)}
     kept = [word for word in words if documents[word] <= threshold]
-    return kept or [min(words, key=lambda word: documents[word])]
+    if kept:
+        return kept, None
+    rarest = min(words, key=lambda word: documents[word])
+    return [rarest], documents[rarest]
+
+
+# Rows of the neighbour index holding a stem, by (store file, newest episode id, stem): a new episode starts afresh
+# (a retraction's rebuilt rows may leave a count off by a few, which a threshold of thousands does not notice).
+# Counting reads the stem's whole doclist (~7 ms for a word in every row of 100k), and the
+# memory service answers many questions that share their words between two stored episodes.
+_term_rows_cache: dict[tuple[str, int, str], int] = {}
+_TERM_ROWS_CACHED = 4096
+
+
+def _term_rows(db: sqlite3.Connection, stems: set[str], total: int) -> dict[str, int]:
+    """How many rows of `episodes_context` hold each stem. One lookup per stem: fts5vocab answers `term = ?` from
+    the index, but `term IN (...)` of several makes it walk its vocabulary (50 ms against 10 at 100k episodes)."""
+    store = str(db.execute("PRAGMA database_list").fetchone()[2])
+    counts: dict[str, int] = {}
+    for stem in stems:
+        key = (store, total, stem)
+        if key not in _term_rows_cache:
+            if len(_term_rows_cache) >= _TERM_ROWS_CACHED:
+                _term_rows_cache.clear()
+            row = db.execute("SELECT doc FROM temp.codeoid_vocabulary WHERE term = ?", (stem,)).fetchone()
+            _term_rows_cache[key] = int(row[0]) if row else 0
+        counts[stem] = _term_rows_cache[key]
+    return counts
 
 
 def _ensure_vocabulary(db: sqlite3.Connection) -> None:
@@ -261,20 +298,38 @@ def search_context(db: sqlite3.Connection, query: str, *, workspace_id: int | No
     """Episodes ranked by BM25 over their text with their session neighbours' (`codeoid.store.context_index`),
     under the same rules as `search_bm25`, each row with its `score`; and the corpus-wide sums of the scores."""
     catch_up_fts(db)
-    match = any_term_query(query, db)
+    match, common_rows = lexical_query(query, db)
     filters, params = _recall_filters(SEARCHABLE_STATES, workspace_id, skip_live_of, exclude_origins)
-    if workspace_id is None:
-        corpus = int(db.execute("SELECT count(*) FROM episodes").fetchone()[0])
-    else:
-        corpus = int(db.execute("SELECT count(*) FROM episodes WHERE workspace_id = ?", (workspace_id,)).fetchone()[0])
+    corpus = _corpus_size(db, workspace_id)
     if match is None:
         return [], LexicalStats(0.0, 0.0, corpus)
     ranked, (total, squares) = context_index.search(db, match, filters=filters, params=params, limit=limit,
-                                                     weights=columns)
+                                                     weights=columns, common_rows=common_rows)
     rows = recallable_episodes(db, [episode_id for episode_id, _ in ranked], workspace_id=workspace_id,
                                skip_live_of=skip_live_of, exclude_origins=exclude_origins)
     return ([{**rows[episode_id], "score": score} for episode_id, score in ranked if episode_id in rows],
             LexicalStats(total, squares, corpus))
+
+
+# Episodes per (store file, newest episode id, workspace): counting 100k rows of the workspace index takes 5-14 ms
+# a query, for a number that only changes when an episode is stored.
+_corpus_cache: dict[tuple[str, int, int | None], int] = {}
+
+
+def _corpus_size(db: sqlite3.Connection, workspace_id: int | None) -> int:
+    """How many episodes the searched corpus holds (a workspace's, or the store's)."""
+    store = str(db.execute("PRAGMA database_list").fetchone()[2])
+    newest = int(db.execute("SELECT coalesce(max(id), 0) FROM episodes").fetchone()[0])
+    key = (store, newest, workspace_id)
+    if key not in _corpus_cache:
+        if workspace_id is None:
+            count = db.execute("SELECT count(*) FROM episodes").fetchone()[0]
+        else:
+            count = db.execute("SELECT count(*) FROM episodes WHERE workspace_id = ?", (workspace_id,)).fetchone()[0]
+        if len(_corpus_cache) >= 64:
+            _corpus_cache.clear()
+        _corpus_cache[key] = int(count)
+    return _corpus_cache[key]
 
 
 def open_backing_session(db: sqlite3.Connection, *, claude_pid: int | None = None,
