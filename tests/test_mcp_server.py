@@ -163,23 +163,21 @@ def shown_lines(text: str) -> list[str]:
     return body.split("\n-----", 1)[0].split("\n")
 
 
-def test_initialize_and_tools_list_answer_fast_with_read_only_tools(memory: Memory) -> None:
-    async def session() -> tuple[float, Any]:
+def test_initialize_and_tools_list_answer_with_read_only_tools(memory: Memory) -> None:
+    # How fast is a benchmark's question (benchmarks/memory_service.py, first `tools/list`), not a timed assertion
+    # that a loaded machine would fail.
+    async def session() -> Any:
         params = StdioServerParameters(command=SERVER, cwd=str(memory.project), env={"CODEOID_HOME": str(memory.home)})
-        started = time.perf_counter()
         async with stdio_client(params) as (read, write), ClientSession(read, write) as client:
             await client.initialize()
-            listed = await client.list_tools()
-            return time.perf_counter() - started, listed
+            return await client.list_tools()
 
-    elapsed, listed = anyio.run(session)
-    print(f"codeoid-mcp: first tools/list answered {elapsed:.2f}s after spawn")
+    listed = anyio.run(session)
     assert {tool.name for tool in listed.tools} == TOOL_NAMES
     for tool in listed.tools:
         assert tool.annotations is not None and tool.annotations.read_only_hint is True
         assert tool.annotations.destructive_hint is False
         assert tool.output_schema is None  # plain text results, not structured JSON
-    assert elapsed < 5.0  # Claude Code waits up to 5 s for an `alwaysLoad` server
 
 
 def test_recall_returns_compact_hits_with_their_fields_and_the_lines_that_matched(memory: Memory) -> None:

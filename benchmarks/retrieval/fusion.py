@@ -110,12 +110,26 @@ def collect(db: Any, workspace_id: int, query: str) -> dict[str, Any]:
     rows = {row["id"]: row for row in (*lexical, *plain)}
     rows.update(queries.recallable_episodes(db, [i for i, _ in chunks if i not in rows], workspace_id=workspace_id,
                                             exclude_origins=retrieval.NOT_RECALLED_ORIGINS))
+    # Each dense candidate's session neighbours (two on each side), for ranking experiments that pass a turn's
+    # meaning on to the turns around it.
+    neighbours = {}
+    for episode_id, _ in chunks:
+        session = db.execute("SELECT session_id FROM episodes WHERE id = ?", (episode_id,)).fetchone()[0]
+        near = [int(r[0]) for r in db.execute(
+            "SELECT id FROM episodes WHERE session_id = ? AND id < ? ORDER BY id DESC LIMIT 2", (session, episode_id))]
+        near += [int(r[0]) for r in db.execute(
+            "SELECT id FROM episodes WHERE session_id = ? AND id > ? ORDER BY id LIMIT 2", (session, episode_id))]
+        neighbours[str(episode_id)] = near
+    rows.update(queries.recallable_episodes(
+        db, [i for near in neighbours.values() for i in near if i not in rows], workspace_id=workspace_id,
+        exclude_origins=retrieval.NOT_RECALLED_ORIGINS))
     return {
         "lexical": [[row["id"], row["score"]] for row in lexical], "stats": list(stats), "by_columns": by_columns,
         "plain": [row["id"] for row in plain],
         "chunks": [[i, cosine] for i, cosine in chunks if i in rows],
         "standardiser": list(dense.standardiser) if dense.standardiser else None,
         "meta": {str(i): [row["created_at"], row["kind"], json.loads(row["paths"] or "[]")] for i, row in rows.items()},
+        "neighbours": neighbours,
     }
 
 
