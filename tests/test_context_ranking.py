@@ -177,6 +177,43 @@ def test_z_fusion_prefers_the_signal_that_is_sure_and_a_zero_weight_leaves_a_sig
     assert [i for i, _ in dense_only] == [3, 1]
 
 
+def _matches(best: int, score: float, others: int = 60) -> LexicalCandidates:
+    """BM25 candidates: `best` scoring `score` and `others` look-alikes at 2.5, in a corpus of 1,000 episodes."""
+    scores = {best: score, **{1000 + n: 2.5 for n in range(others)}}
+    return LexicalCandidates(scores, total=sum(scores.values()), squares=sum(v * v for v in scores.values()),
+                             corpus=1000, cut=False)
+
+
+def test_meaning_a_turn_is_sure_of_reaches_the_tool_calls_beside_it() -> None:
+    # The explanation (10) reads like the paraphrased question; the edit after it (11) does not, and only the
+    # words of look-alike edits elsewhere (20 and others) match the question at all. 9 is the prompt before it.
+    lexical, dense = _matches(20, 3.0), DenseCandidates({10: 0.95, 30: 0.35}, centre=0.2, spread=0.08)
+    kinds = {9: "user", 10: "assistant", 11: "tool", 30: "assistant", 31: "tool"}
+    plain = RecallWeights(recency=0.0, path=0.0, role=0.0)
+    without = fuse_z(lexical, dense, created_at={}, paths={}, kinds=kinds, query="q", now=0.0,
+                     weights=RecallWeights(recency=0.0, path=0.0, role=0.0, neighbours=0.0), neighbours={10: [11]})
+    assert 11 not in dict(without)
+    fused = fuse_z(lexical, dense, created_at={}, paths={}, kinds=kinds, query="q", weights=plain, now=0.0,
+                   neighbours={10: [9, 11], 30: [31]})
+    assert [i for i, _ in fused[:3]] == [11, 10, 20]
+    assert dict(fused)[11] == dict(fused)[10]  # lent whole (weight 1): as sure as the lender
+    assert dict(fused)[31] == dict(fused)[30]
+    assert 9 not in dict(fused)  # a prompt lends but never borrows: in a conversation the turn itself answers
+
+
+def test_an_exact_word_match_no_longer_silences_a_sure_meaning() -> None:
+    # Over a corpus where most episodes score 0, the best word match stands far out (z ~ 8); the turn the question
+    # paraphrases (2) is the one meaning is sure of.
+    lexical, dense = _matches(1, 6.0), DenseCandidates({2: 0.95, 1: 0.2}, centre=0.2, spread=0.08)
+    whole = fuse_z(lexical, dense, created_at={}, paths={}, kinds={}, query="q", now=0.0,
+                   weights=RecallWeights(recency=0.0, path=0.0, bm25_root=0))
+    rooted = fuse_z(lexical, dense, created_at={}, paths={}, kinds={}, query="q", now=0.0,
+                    weights=RecallWeights(recency=0.0, path=0.0))
+    assert whole[0][0] == 1 and rooted[0][0] == 2
+    # The root keeps BM25's own order.
+    assert [i for i, _ in rooted if i != 2][:2] == [1, 1059]
+
+
 def test_role_cues_name_whose_turn_a_question_wants() -> None:
     assert query_roles("what did you suggest for the cache?") == {"assistant"}
     assert query_roles("what I asked about retries") == {"user"}

@@ -285,3 +285,33 @@ def test_codeoid_search_finds_by_meaning_without_loading_the_model_or_chromadb(m
     assert f"found by meaning in lines 1 (best: codeoid show {ids['paraphrase']} --lines 1)" in done.stdout
     modules = {line.rsplit("|", 1)[1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
     assert not {name for name in modules if name.split(".")[0] in ("chromadb", "onnxruntime")}
+
+
+def test_a_paraphrase_of_the_explanation_finds_the_edit_beside_it(memory: Memory,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    owner = memory.backing("b-fix")
+    memory.user(owner, "The progress bar crashes when there is nothing to process.")
+    memory.assistant(owner, "The progress bar divides by the item count without guarding an empty workload; I'll "
+                            "treat zero items as an unknown length.")
+    edit = memory.tool(owner, "Edit", {"file_path": "src/click/termui.py", "old_string": "    pos = 0",
+                                       "new_string": "    if length == 0:\n        length = None\n    pos = 0"},
+                       {"filePath": "src/click/termui.py", "oldString": "    pos = 0",
+                        "newString": "    if length == 0:\n        length = None\n    pos = 0"})
+    memory.bash(owner, "pytest tests/test_termui.py -q", "12 passed")
+    other = memory.backing("b-other")
+    for n in range(6):  # edits elsewhere, beside turns about other things
+        memory.tool(other, "Edit", {"file_path": f"src/module_{n}.py", "old_string": "x", "new_string": "y"},
+                    {"filePath": f"src/module_{n}.py", "oldString": "x", "newString": f"y  # step {n}"})
+        memory.assistant(other, f"Renamed the helper in module {n} for clarity.")
+    Indexer(memory.db).catch_up()
+    workspace_id = queries.workspace_id_for(memory.db, str(memory.project))
+    question = "how we fixed the percentage display when a job had no entries"
+
+    def top(**settings: str) -> list[int]:
+        for name, value in settings.items():
+            monkeypatch.setenv(f"CODEOID_RECALL_{name}", value)
+        return [row["id"] for row in retrieval.recall_ranked(memory.db, question, workspace_id=workspace_id,
+                                                             limit=3).rows]
+
+    assert edit in top()  # it borrows the meaning of the explanation beside it
+    assert edit not in top(NEIGHBOURS="0")  # on its own, its code reads like none of the question

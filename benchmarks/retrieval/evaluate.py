@@ -51,7 +51,9 @@ SEED = 7
 PREVIOUS_DEFAULTS = RecallWeights(dense=1.0, path=0.5, rrf_k=60.0, zscore=0)
 RRF = RecallWeights(zscore=0)  # reciprocal rank fusion with its tuned weights, what `refused` and `tune` re-fuse
 BM25_ALONE = RecallWeights(dense=0.0)
-DENSE_ALONE = RecallWeights(bm25=0.0, recency=0.0, path=0.0)
+DENSE_ALONE = RecallWeights(bm25=0.0, recency=0.0, path=0.0, role=0.0, neighbours=0.0)
+# z-score fusion as session six shipped it: BM25's z-scores whole, no role bonus, no meaning lent to neighbours.
+SESSION_SIX = RecallWeights(dense=0.75, role=0.0, bm25_root=0, neighbours=0.0)
 GRID: dict[str, tuple[float, ...]] = {
     "dense": (0.5, 0.75, 1.0, 1.5, 2.0), "recency": (0.0, 0.1, 0.2, 0.4), "path": (0.0, 0.25, 0.5, 1.0),
     "rrf_k": (5.0, 10.0, 20.0, 30.0, 60.0), "candidates": (20.0, 50.0),
@@ -306,6 +308,7 @@ def run(args: argparse.Namespace, questions: list[dict[str, Any]], tuning: list[
             "fused (defaults)": recall_ranker(db, workspace_id, RecallWeights()),
             "fused (RRF)": recall_ranker(db, workspace_id, RRF),
             "fused (previous defaults)": recall_ranker(db, workspace_id, PREVIOUS_DEFAULTS),
+            "fused (session six's z-score)": recall_ranker(db, workspace_id, SESSION_SIX),
         }
         ranks = {name: ranks_of(rank, questions, ids) for name, rank in configs.items()}
         nostem = rebuilt_without_stemming(db, os.path.join(scratch, "nostem.db"))

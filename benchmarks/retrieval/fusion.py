@@ -160,7 +160,9 @@ def refuse(c: dict[str, Any], query: str, weights: RecallWeights, now: float, *,
             ranking.LexicalCandidates(dict((i, s) for i, s in chosen["lexical"][:n]), total, squares, corpus,
                                       cut=len(chosen["lexical"]) >= n),
             ranking.DenseCandidates(best, centre, spread), created_at=created_at, paths=paths,
-            kinds={i: m[1] for i, m in meta.items()}, query=query, weights=weights, now=now)
+            kinds={i: m[1] for i, m in meta.items()}, query=query, weights=weights, now=now,
+            neighbours={int(i): [j for j in near if j in meta] for i, near in c.get("neighbours", {}).items()
+                        if int(i) in best})
     return [episode_id for episode_id, _ in fused[:evaluate.DEPTH]]
 
 
@@ -252,9 +254,10 @@ def configs(tuned: RecallWeights) -> dict[str, tuple[RecallWeights, bool]]:
     return {
         "BM25, each episode alone (before)": (RecallWeights(dense=0.0), True),
         "BM25 with session neighbours": (RecallWeights(dense=0.0), False),
-        "dense alone": (RecallWeights(bm25=0.0, recency=0.0, path=0.0), False),
+        "dense alone": (evaluate.DENSE_ALONE, False),
         "RRF, plain BM25 (before)": (RRF_BEFORE, True),
         "RRF, neighbour BM25": (RRF_BEFORE, False),
+        "z-score fusion (session six)": (evaluate.SESSION_SIX, False),
         "z-score fusion (shipped defaults)": (RecallWeights(), False),
         "z-score fusion (best on tuning halves)": (tuned, False),
     }

@@ -28,6 +28,8 @@ if TYPE_CHECKING:  # the vector index and the model load only when a query reach
 # codeoid's own tool results and rotation seeds are copies of episodes already stored; recalling them would only
 # repeat them.
 NOT_RECALLED_ORIGINS = ("codeoid", "seed")
+# How far along its session a turn lends its meaning score to others (`ranking.RecallWeights.neighbours`).
+NEIGHBOUR_REACH = 2
 # Beyond this a file's change is judged by its mtime alone, so one call never reads a huge file into memory.
 MAX_COMPARED_BYTES = 64 << 20
 
@@ -83,7 +85,13 @@ def recall_ranked(db: sqlite3.Connection, query: str, *, workspace_id: int | Non
     for hit in hits:
         if hit.episode_id in by_id:
             best_chunk.setdefault(hit.episode_id, hit)
-    fused = _fuse(query, weights, lexical, lexical_stats, pool, best_chunk, dense.standardiser, by_id)
+    neighbours, weighed = _tool_neighbours(db, list(best_chunk), by_id, workspace_id, skip_live_of) \
+        if weights.zscore and weights.neighbours else ({}, {})
+    fused = _fuse(query, weights, lexical, lexical_stats, pool, best_chunk, dense.standardiser,
+                  {**weighed, **by_id}, neighbours)
+    by_id.update(queries.recallable_episodes(db, [i for i, _ in fused[:limit] if i not in by_id],
+                                             workspace_id=workspace_id, skip_live_of=skip_live_of,
+                                             exclude_origins=NOT_RECALLED_ORIGINS))
     rows = []
     for episode_id, score in fused[:limit]:
         row = {**by_id[episode_id], "score": score}
@@ -104,6 +112,20 @@ def _lexical_candidates(db: sqlite3.Connection, query: str, workspace_id: int | 
                                   exclude_origins=NOT_RECALLED_ORIGINS, columns=columns)
 
 
+def _tool_neighbours(db: sqlite3.Connection, ids: list[int], by_id: dict[int, Row], workspace_id: int | None,
+                     skip_live_of: str | None) -> tuple[dict[int, list[int]], dict[int, Row]]:
+    """The tool calls recall may return among each of `ids`' session neighbours (`NEIGHBOUR_REACH` places either
+    way), and what ranking weighs of those not in `by_id` (kind, time, paths: not their outputs, which may be
+    megabytes; the few that make the answer are read whole afterwards)."""
+    near = queries.session_neighbours(db, ids, reach=NEIGHBOUR_REACH)
+    weighed = queries.recallable_episodes(
+        db, [i for others in near.values() for i in others if i not in by_id], workspace_id=workspace_id,
+        skip_live_of=skip_live_of, exclude_origins=NOT_RECALLED_ORIGINS, columns="e.id, e.kind, e.created_at, e.paths")
+    known = {**weighed, **by_id}
+    return ({episode_id: [i for i in others if i in known and known[i]["kind"] == "tool"]
+             for episode_id, others in near.items()}, weighed)
+
+
 @dataclass(frozen=True)
 class _Dense:
     hits: list[Hit]
@@ -112,7 +134,7 @@ class _Dense:
 
 def _fuse(query: str, weights: ranking.RecallWeights, lexical: list[Row], lexical_stats: queries.LexicalStats,
           pool: int, best_chunk: dict[int, Hit], standardiser: tuple[float, float] | None,
-          by_id: dict[int, Row]) -> list[tuple[int, float]]:
+          by_id: dict[int, Row], neighbours: dict[int, list[int]]) -> list[tuple[int, float]]:
     """The candidates of both signals in one ranking: z-score fusion by default, reciprocal rank fusion when
     `zscore=0`."""
     created_at = {i: row["created_at"] for i, row in by_id.items()}
@@ -126,7 +148,7 @@ def _fuse(query: str, weights: ranking.RecallWeights, lexical: list[Row], lexica
                                   lexical_stats.squares, lexical_stats.corpus, cut=len(lexical) >= pool),
         ranking.DenseCandidates({i: 1.0 - hit.distance for i, hit in best_chunk.items()}, centre, spread),
         created_at=created_at, paths=paths, kinds={i: row["kind"] for i, row in by_id.items()}, query=query,
-        weights=weights)
+        weights=weights, neighbours=neighbours)
 
 
 def _shared_hits(nearest: list[Hit], store: str, limit: int) -> tuple[Hit, ...]:

@@ -405,16 +405,36 @@ def _scope(workspace_id: int | None, lineage: list[tuple[str, int | None]],
     return ("WHERE " + " AND ".join(filters)) if filters else "", tuple(params)
 
 
+def session_neighbours(db: sqlite3.Connection, ids: list[int], *, reach: int) -> dict[int, list[int]]:
+    """The episodes up to `reach` places before and after each of `ids` in its session, nearest first (any state
+    and origin: the caller filters)."""
+    found: dict[int, list[int]] = {}
+    for episode_id in ids:
+        session = db.execute("SELECT session_id FROM episodes WHERE id = ?", (episode_id,)).fetchone()
+        if session is None:
+            continue
+        before = [int(row[0]) for row in db.execute(
+            "SELECT id FROM episodes WHERE session_id = ? AND id < ? ORDER BY id DESC LIMIT ?",
+            (session[0], episode_id, reach))]
+        after = [int(row[0]) for row in db.execute(
+            "SELECT id FROM episodes WHERE session_id = ? AND id > ? ORDER BY id LIMIT ?",
+            (session[0], episode_id, reach))]
+        found[episode_id] = before + after
+    return found
+
+
 def recallable_episodes(db: sqlite3.Connection, episode_ids: list[int], *, workspace_id: int | None,
-                        skip_live_of: str | None = None, exclude_origins: tuple[str, ...] = ()) -> dict[int, Row]:
+                        skip_live_of: str | None = None, exclude_origins: tuple[str, ...] = (),
+                        columns: str = "e.*") -> dict[int, Row]:
     """The episodes among `episode_ids` that recall may return, by id: under the same rules as `search_bm25`
-    (not retracted, in the workspace, not the caller's live ones, not of an excluded origin)."""
+    (not retracted, in the workspace, not the caller's live ones, not of an excluded origin). `columns` may name
+    fewer than all (`"e.id, e.kind"`): a ranking that only weighs candidates need not read their text."""
     if not episode_ids:
         return {}
     filters, params = _recall_filters(SEARCHABLE_STATES, workspace_id, skip_live_of, exclude_origins)
     filters.append(f"e.id IN ({', '.join('?' for _ in episode_ids)})")
     params.extend(episode_ids)
-    rows = _rows(db.execute(f"SELECT e.* FROM episodes e WHERE {' AND '.join(filters)}", params))
+    rows = _rows(db.execute(f"SELECT {columns} FROM episodes e WHERE {' AND '.join(filters)}", params))
     return {row["id"]: row for row in rows}
 
 
