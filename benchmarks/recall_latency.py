@@ -9,6 +9,10 @@ Reported: time to the first `tools/list`, recall round-trip p50/p95 (fused: BM25
 after the queries, the memory service's (which answers the server's calls), and the Chroma server's RSS.
 
     .venv/bin/python benchmarks/recall_latency.py [--episodes 10000,100000] [--queries 200] [--markdown]
+        [--keep DIR]
+
+`--keep DIR` builds each store (and its Chroma data) under DIR once and reuses it on later runs, so the timing can
+be repeated when the machine is quiet without the ten minutes of filling.
 """
 
 from __future__ import annotations
@@ -85,6 +89,13 @@ def fill_store(count: int, lines: list[str]) -> tuple[Any, int]:
     return memory, memory.db.execute("SELECT max(id) FROM episodes").fetchone()[0]
 
 
+def kept_store(place: Path) -> Any:
+    """The store a `--keep` run built under `place`, opened as `fill_store` returns it."""
+    from test_mcp_server import Memory
+
+    return Memory(place / "home", place / "project")
+
+
 def fill_vectors(memory: Any, newest: int) -> None:
     """One unit vector per episode in the workspace's collection, and the watermark that says they are there."""
     import chromadb
@@ -159,6 +170,7 @@ def main() -> None:
     parser.add_argument("--episodes", default="10000,100000")
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--markdown", action="store_true")
+    parser.add_argument("--keep", type=Path, help="build the stores under this folder once and reuse them")
     args = parser.parse_args()
     signal.signal(signal.SIGTERM, lambda _signum, _frame: sys.exit(143))
     lines = source_lines()
@@ -169,14 +181,20 @@ def main() -> None:
     rows = []
     for count in (int(n) for n in args.episodes.split(",")):
         with tempfile.TemporaryDirectory() as scratch:
-            os.environ["CODEOID_HOME"] = os.path.join(scratch, "home")
+            place = args.keep / str(count) if args.keep else Path(scratch)
+            os.environ["CODEOID_HOME"] = str(place / "home")
             os.environ.pop("CODEOID_CHROMA_URL", None)
             from codeoid.memory import chroma_server
 
+            built = place / "built"
             try:
                 began = time.perf_counter()
-                memory, newest = fill_store(count, lines)
-                fill_vectors(memory, newest)
+                if built.exists():
+                    memory = kept_store(place)
+                else:
+                    memory, newest = fill_store(count, lines)
+                    fill_vectors(memory, newest)
+                    built.touch()
                 print(f"{count:,} episodes stored and vectors loaded in {time.perf_counter() - began:.0f} s",
                       file=sys.stderr)
                 rows.append((count, measure(memory, questions)))

@@ -3,6 +3,7 @@ and do not grow the supervisor. Slow (a few seconds per rotation): `CODEOID_ROTA
 
 from __future__ import annotations
 
+import itertools
 import os
 import sqlite3
 
@@ -46,7 +47,7 @@ def test_a_hundred_rotations_leak_nothing_and_lose_nothing(rig: ClaudeRig) -> No
     term = rig.supervise()
     ready(rig, term)
     supervisor = psutil.Process(term.pid)
-    rss_after_warm_up = 0
+    rss: list[int] = []  # the supervisor's RSS after each rotation
 
     for number in range(1, ROTATIONS + 1):
         turn(rig, term, f"prompt {number}", small(f"answer {number}", 1_000 + number))
@@ -55,18 +56,25 @@ def test_a_hundred_rotations_leak_nothing_and_lose_nothing(rig: ClaudeRig) -> No
         rig.wait_for_state(lambda state, n=number: state["rotation_count"] == n and state["phase"] == "running"
                            and state["window_source"] == "statusline" and state["ending_windows"] == 0, timeout=60)
         assert len(_windows_with_processes(rig)) == 1, f"processes of an old window outlived rotation {number}"
-        if number == WARM_UP:
-            rss_after_warm_up = supervisor.memory_info().rss
+        rss.append(supervisor.memory_info().rss)
     turn(rig, term, "the last prompt", small("the last answer"))
 
     assert len(_windows_with_processes(rig)) == 1
     # Claude Code may run a short-lived helper `claude` of its own; it belongs to the current window and goes.
     wait_until(lambda: len(rig.own_processes("claude")) == 1, timeout=60,
                message=lambda: f"one claude process; there are {rig.own_processes('claude')}")
-    growth = supervisor.memory_info().rss / rss_after_warm_up - 1
-    print(f"supervisor RSS after rotation {WARM_UP}: {rss_after_warm_up / 2**20:.1f} MiB, after {ROTATIONS}: "
-          f"{supervisor.memory_info().rss / 2**20:.1f} MiB ({growth:+.1%})")
-    assert growth < 0.10, f"supervisor RSS grew {growth:.1%} from rotation {WARM_UP} to {ROTATIONS}"
+    rss.append(supervisor.memory_info().rss)
+    curve = ", ".join(f"{n}: {rss[n - 1] / 2**20:.1f}" for n in range(WARM_UP, len(rss) + 1, 10))
+    print(f"supervisor RSS (MiB) after rotations {curve}")
+    # A leak grows the supervisor a little at every rotation. One jump is not one: a run on a loaded machine once
+    # grew it 3 MiB in a single rotation and never again (a buffer sized for a burst of output, kept by the
+    # allocator), and the same test's next run stayed within 28.0-28.2 MiB all along. So the growth counted is the
+    # whole growth less the largest single jump.
+    baseline = rss[WARM_UP - 1]
+    jumps = [after - before for before, after in itertools.pairwise(rss[WARM_UP - 1:])]
+    growth = (rss[-1] - baseline - max(0, *jumps)) / baseline
+    assert growth < 0.05, f"supervisor RSS grew {growth:.1%} from rotation {WARM_UP} to {ROTATIONS} beyond its " \
+                          f"largest jump: {curve}"
     wait_until(lambda: _count(rig, "SELECT count(*) FROM episodes WHERE kind = 'assistant'") == ROTATIONS + 1,
                timeout=60, message="the last answer's Stop hook")
     connection = sqlite3.connect(rig.codeoid_home / "store.db")
