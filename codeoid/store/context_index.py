@@ -147,7 +147,7 @@ def search(db: sqlite3.Connection, match: str, *, filters: list[str], params: li
     corpus needs (`codeoid.memory.ranking`). `filters` are WHERE terms on alias `e` (the episodes table);
     `weights` are the columns' (self, near, mid, far), chosen on the tuning halves of benchmarks/retrieval.
 
-    `common_rows` says the match is one word too common to tell episodes apart, in that many rows
+    `common_rows` says the match is one word too common to tell episodes apart, in about that many rows
     (`queries.selective_words`): then only its newest `COMMON_SCORED_ROWS` rows are scored, and the sums are
     scaled up to every row, as from a sample. BM25 scores every row a match holds, about 2-4 us each; a question
     of only common words ("why does the config error") would otherwise score most of the store (105 ms for a
@@ -160,8 +160,10 @@ def search(db: sqlite3.Connection, match: str, *, filters: list[str], params: li
     if common_rows is not None and common_rows > COMMON_SCORED_ROWS:
         floor = db.execute("SELECT rowid FROM episodes_context WHERE episodes_context MATCH ?"
                            " ORDER BY rowid DESC LIMIT 1 OFFSET ?", (match, COMMON_SCORED_ROWS - 1)).fetchone()
-        if floor is not None:
-            window, scale = f" AND rowid >= {int(floor[0])}", common_rows / COMMON_SCORED_ROWS
+        if floor is not None:  # counted exactly: `common_rows` is a phrase's rarest token's, an upper bound
+            matched = db.execute("SELECT count(*) FROM episodes_context WHERE episodes_context MATCH ?",
+                                 (match,)).fetchone()[0]
+            window, scale = f" AND rowid >= {int(floor[0])}", int(matched) / COMMON_SCORED_ROWS
     # The match runs once, first (MATERIALIZED), and the filters then look each hit up by its id, in the index
     # that holds just the columns they read (migration m012). Left to itself SQLite's planner may walk the
     # workspace's episodes instead and run the match once per episode: 87 s a query at 100k episodes. The sums
