@@ -41,7 +41,7 @@ import evaluate  # noqa: E402
 
 from codeoid.memory import ranking, retrieval  # noqa: E402
 from codeoid.memory.ranking import RecallWeights  # noqa: E402
-from codeoid.store import identity, queries  # noqa: E402
+from codeoid.store import context_index, identity, queries  # noqa: E402
 
 POOL = 100
 RRF_BEFORE = RecallWeights(zscore=0)  # the shipped fusion before this change
@@ -112,14 +112,9 @@ def collect(db: Any, workspace_id: int, query: str) -> dict[str, Any]:
                                             exclude_origins=retrieval.NOT_RECALLED_ORIGINS))
     # Each dense candidate's session neighbours (two on each side), for ranking experiments that pass a turn's
     # meaning on to the turns around it.
-    neighbours = {}
-    for episode_id, _ in chunks:
-        session = db.execute("SELECT session_id FROM episodes WHERE id = ?", (episode_id,)).fetchone()[0]
-        near = [int(r[0]) for r in db.execute(
-            "SELECT id FROM episodes WHERE session_id = ? AND id < ? ORDER BY id DESC LIMIT 2", (session, episode_id))]
-        near += [int(r[0]) for r in db.execute(
-            "SELECT id FROM episodes WHERE session_id = ? AND id > ? ORDER BY id LIMIT 2", (session, episode_id))]
-        neighbours[str(episode_id)] = near
+    neighbours = {str(episode_id): near for episode_id, near in context_index.session_neighbours(
+        db, list(dict.fromkeys(i for i, _ in chunks)), before=retrieval.NEIGHBOUR_REACH,
+        after=retrieval.NEIGHBOUR_REACH).items()}
     rows.update(queries.recallable_episodes(
         db, [i for near in neighbours.values() for i in near if i not in rows], workspace_id=workspace_id,
         exclude_origins=retrieval.NOT_RECALLED_ORIGINS))

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from codeoid.store import dense_stats
+from codeoid.store.db import store_path
 
 if TYPE_CHECKING:
     import numpy as np
@@ -71,7 +72,7 @@ def load(db: sqlite3.Connection, collection: str) -> CorpusStats | None:
     count = dense_stats.vectors(db, collection)
     if count is None or count < MIN_COUNT:
         return None
-    key = (dense_stats.store_path(db), collection)
+    key = (store_path(db), collection)
     cached = _loaded.get(key)
     if cached is not None and cached.count == count:
         return cached

@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from codeoid.memory import chroma_server, ranking
-from codeoid.store import identity, queries, raw, vector_progress
+from codeoid.store import context_index, identity, queries, raw, vector_progress
 from codeoid.store.queries import Row
 
 if TYPE_CHECKING:  # the vector index and the model load only when a query reaches them (~0.8 s)
@@ -117,7 +117,7 @@ def _tool_neighbours(db: sqlite3.Connection, ids: list[int], by_id: dict[int, Ro
     """The tool calls recall may return among each of `ids`' session neighbours (`NEIGHBOUR_REACH` places either
     way), and what ranking weighs of those not in `by_id` (kind, time, paths: not their outputs, which may be
     megabytes; the few that make the answer are read whole afterwards)."""
-    near = queries.session_neighbours(db, ids, reach=NEIGHBOUR_REACH)
+    near = context_index.session_neighbours(db, ids, before=NEIGHBOUR_REACH, after=NEIGHBOUR_REACH)
     weighed = queries.recallable_episodes(
         db, [i for others in near.values() for i in others if i not in by_id], workspace_id=workspace_id,
         skip_live_of=skip_live_of, exclude_origins=NOT_RECALLED_ORIGINS, columns="e.id, e.kind, e.created_at, e.paths")

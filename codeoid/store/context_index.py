@@ -81,18 +81,29 @@ def _with_neighbours(db: sqlite3.Connection, ids: list[int], *, before: int, aft
     """`ids` and the episodes of their sessions up to `before` / `after` places away (any state: a retracted
     episode's neighbours are exactly the rows that held its words)."""
     found = set(ids)
+    for near in session_neighbours(db, ids, before=before, after=after).values():
+        found.update(near)
+    return found
+
+
+def session_neighbours(db: sqlite3.Connection, ids: list[int], *, before: int, after: int) -> dict[int, list[int]]:
+    """The episodes up to `before` places before and `after` places after each of `ids` in its session, nearest
+    first, earlier ones first (any state and origin: the caller filters)."""
+    found: dict[int, list[int]] = {}
     for episode_id in ids:
         session = db.execute("SELECT session_id FROM episodes WHERE id = ?", (episode_id,)).fetchone()
         if session is None:
             continue
+        near: list[int] = []
         if before:
-            found.update(int(row[0]) for row in db.execute(
+            near += [int(row[0]) for row in db.execute(
                 "SELECT id FROM episodes WHERE session_id = ? AND id < ? ORDER BY id DESC LIMIT ?",
-                (session[0], episode_id, before)))
+                (session[0], episode_id, before))]
         if after:
-            found.update(int(row[0]) for row in db.execute(
+            near += [int(row[0]) for row in db.execute(
                 "SELECT id FROM episodes WHERE session_id = ? AND id > ? ORDER BY id LIMIT ?",
-                (session[0], episode_id, after)))
+                (session[0], episode_id, after))]
+        found[episode_id] = near
     return found
 
 

@@ -54,6 +54,12 @@ def connect(path: str | None = None, *, busy_ms: int | None = None) -> sqlite3.C
             raise StoreUnavailable(f"{path}: {retry_error}") from retry_error
 
 
+def store_path(db: sqlite3.Connection) -> str:
+    """The file behind a connection, for keying what a process caches per store: two stores in one process never
+    share a cached copy."""
+    return str(db.execute("PRAGMA database_list").fetchone()[2])
+
+
 def _open(path: str, busy_ms: int | None) -> sqlite3.Connection:
     _create_private(path)
     timeout = (busy_ms if busy_ms is not None else busy_timeout_ms()) / 1000

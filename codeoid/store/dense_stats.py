@@ -33,12 +33,6 @@ def vectors(db: sqlite3.Connection, collection: str) -> int | None:
     return int(row[0]) if row else None
 
 
-def store_path(db: sqlite3.Connection) -> str:
-    """The file behind a connection: two stores in one process never share a cached copy."""
-    row = db.execute("PRAGMA database_list").fetchone()
-    return str(row[2])
-
-
 def save(db: sqlite3.Connection, collection: str, sums: Sums) -> None:
     with write_transaction(db):
         db.execute("INSERT OR REPLACE INTO dense_stats VALUES (?, ?, ?, ?, ?)",

@@ -12,6 +12,7 @@ import sqlite3
 from typing import Any, NamedTuple
 
 from codeoid.store import context_index, episode_text
+from codeoid.store.db import store_path
 from codeoid.workspace import identify
 
 Row = dict[str, Any]
@@ -194,7 +195,7 @@ _TERM_ROWS_CACHED = 4096
 def _term_rows(db: sqlite3.Connection, stems: set[str], total: int) -> dict[str, int]:
     """How many rows of `episodes_context` hold each stem. One lookup per stem: fts5vocab answers `term = ?` from
     the index, but `term IN (...)` of several makes it walk its vocabulary (50 ms against 10 at 100k episodes)."""
-    store = str(db.execute("PRAGMA database_list").fetchone()[2])
+    store = store_path(db)
     counts: dict[str, int] = {}
     for stem in stems:
         key = (store, total, stem)
@@ -318,7 +319,7 @@ _corpus_cache: dict[tuple[str, int, int | None], int] = {}
 
 def _corpus_size(db: sqlite3.Connection, workspace_id: int | None) -> int:
     """How many episodes the searched corpus holds (a workspace's, or the store's)."""
-    store = str(db.execute("PRAGMA database_list").fetchone()[2])
+    store = store_path(db)
     newest = int(db.execute("SELECT coalesce(max(id), 0) FROM episodes").fetchone()[0])
     key = (store, newest, workspace_id)
     if key not in _corpus_cache:
@@ -403,24 +404,6 @@ def _scope(workspace_id: int | None, lineage: list[tuple[str, int | None]],
     if not include_retracted:
         filters.append("state != 'retracted'")
     return ("WHERE " + " AND ".join(filters)) if filters else "", tuple(params)
-
-
-def session_neighbours(db: sqlite3.Connection, ids: list[int], *, reach: int) -> dict[int, list[int]]:
-    """The episodes up to `reach` places before and after each of `ids` in its session, nearest first (any state
-    and origin: the caller filters)."""
-    found: dict[int, list[int]] = {}
-    for episode_id in ids:
-        session = db.execute("SELECT session_id FROM episodes WHERE id = ?", (episode_id,)).fetchone()
-        if session is None:
-            continue
-        before = [int(row[0]) for row in db.execute(
-            "SELECT id FROM episodes WHERE session_id = ? AND id < ? ORDER BY id DESC LIMIT ?",
-            (session[0], episode_id, reach))]
-        after = [int(row[0]) for row in db.execute(
-            "SELECT id FROM episodes WHERE session_id = ? AND id > ? ORDER BY id LIMIT ?",
-            (session[0], episode_id, reach))]
-        found[episode_id] = before + after
-    return found
 
 
 def recallable_episodes(db: sqlite3.Connection, episode_ids: list[int], *, workspace_id: int | None,
