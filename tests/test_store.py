@@ -165,7 +165,7 @@ def test_a_question_of_only_common_words_ranks_their_newest_rows_and_a_rare_word
         store: sqlite3.Connection, project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # At scale ("large" is 5,000 episodes, and 5,000 rows scored): 200 episodes and 20 rows here.
     monkeypatch.setattr(queries, "COMMON_TERM_DOCS", 50)
-    monkeypatch.setattr(context_index, "COMMON_SCORED_ROWS", 20)
+    monkeypatch.setattr(context_index, "SCORED_ROWS", 20)
     owner = _owner(store, project)
     with db.write_transaction(store):
         capture.add_user_turn(store, owner, prompt="the zebra tests hang", prompt_id="zebra", origin="user", now=0.0)
@@ -179,14 +179,48 @@ def test_a_question_of_only_common_words_ranks_their_newest_rows_and_a_rare_word
     newest = sorted(row[0] for row in store.execute("SELECT id FROM episodes ORDER BY id DESC LIMIT 20"))
     assert sorted(hit["id"] for hit in common) == newest
     # The sums standardising the scores stand for every matching row, as a sample's would.
-    monkeypatch.setattr(context_index, "COMMON_SCORED_ROWS", 5000)
+    monkeypatch.setattr(context_index, "SCORED_ROWS", 5000)
     every, whole = queries.search_context(store, "running tests", workspace_id=workspace, limit=50)
     assert len(every) == 50 and stats.total == pytest.approx(whole.total, rel=0.25)
     assert stats.squares == pytest.approx(whole.squares, rel=0.5)
     # A rare word is never cut to the newest rows: the oldest episode is found by it.
-    monkeypatch.setattr(context_index, "COMMON_SCORED_ROWS", 20)
+    monkeypatch.setattr(context_index, "SCORED_ROWS", 20)
     rare, _ = queries.search_context(store, "zebra tests", workspace_id=workspace, limit=5)
     assert rare[0]["prompt_id"] == "zebra"
+
+
+def test_a_question_of_many_fairly_common_words_scores_every_row_of_its_rare_one_and_the_newest_of_the_rest(
+        store: sqlite3.Connection, project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # At scale a question like "dispatcher run timeout" reaches 16k of 100k rows; BM25 scores at most 5,000. Here
+    # 300 episodes, words in ~60 rows each (every word counts the six neighbour rows it reaches too), 40 scored.
+    monkeypatch.setattr(queries, "COMMON_TERM_DOCS", 100)
+    monkeypatch.setattr(context_index, "SCORED_ROWS", 40)
+    owner = _owner(store, project)
+    with db.write_transaction(store):
+        for n in range(300):
+            words = ["zebra escaped"] * (n == 3) + ["beta"] * (n % 37 == 15) + ["gamma"] * (n % 37 == 30)
+            capture.add_user_turn(store, owner, prompt=" ".join(words or [f"note number {n}"]), prompt_id=f"p{n}",
+                                  origin="user", now=float(n))
+    queries.catch_up_fts(store)
+    workspace = queries.workspace_id_for(store, str(project))
+    question = "why did the zebra and beta and gamma"
+    assert queries.lexical_query(question, store).match == '"zebra" OR "beta" OR "gamma"'
+
+    bounded, stats = queries.search_context(store, question, workspace_id=workspace, limit=300)
+    # The rare word's episode, the oldest of all, is found and ranked whole.
+    assert bounded[0]["prompt_id"] == "p3"
+    # The common words' rows are scored from the newest back, within the budget.
+    scored = {hit["id"] for hit in bounded}
+    assert len(scored) <= 40 + 7
+    newest_beta = store.execute("SELECT max(id) FROM episodes WHERE text = 'beta'").fetchone()[0]
+    oldest_beta = store.execute("SELECT min(id) FROM episodes WHERE text = 'beta'").fetchone()[0]
+    assert newest_beta in scored and oldest_beta not in scored
+    # The sums standardising the scores still stand for every matching row, as a sample's would.
+    monkeypatch.setattr(context_index, "SCORED_ROWS", 5000)
+    every, whole = queries.search_context(store, question, workspace_id=workspace, limit=300)
+    assert oldest_beta in {hit["id"] for hit in every} and len(every) > len(bounded)
+    assert stats.total == pytest.approx(whole.total, rel=0.25)
+    assert stats.squares == pytest.approx(whole.squares, rel=0.5)
 
 
 def test_a_word_counts_by_the_neighbour_rows_it_reaches_not_its_episodes(store: sqlite3.Connection, project: Path,

@@ -21,14 +21,17 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from typing import NamedTuple
 
 REACH = 3  # neighbours on each side
 WEIGHTS = (4.0, 1.0, 0.5, 0.25)  # bm25() column weights: self, near, mid, far (see `search`)
 NEIGHBOUR_CHARS = 1000
 NEIGHBOUR_TOOL_CHARS = 150
-# A match of one very common word scores only its newest rows (see `search`).
-COMMON_SCORED_ROWS = 5000
+# BM25 scores at most about this many rows of a match, and every row of its rarer phrases while they fit in this
+# share of them (see `search`).
+SCORED_ROWS = 5000
+WHOLE_SHARE = 0.75
 # Episodes that never count as anyone's neighbour: codeoid's own tool results and rotation seeds are copies of
 # other episodes (the same origins recall leaves out).
 NOT_NEIGHBOURS = ("codeoid", "seed")
@@ -151,46 +154,90 @@ def _line(episode: tuple[object, ...], *, whole: bool) -> str:
 
 
 def search(db: sqlite3.Connection, match: str, *, filters: list[str], params: list[object], limit: int,
-           weights: tuple[float, float, float, float] = WEIGHTS, common_rows: int | None = None,
+           weights: tuple[float, float, float, float] = WEIGHTS, phrase_rows: Sequence[tuple[str, int]] = (),
            ) -> tuple[list[tuple[int, float]], tuple[float, float]]:
     """The best `limit` episodes for an FTS5 `match` over their context rows, with their BM25 scores (higher is
     better), and the sum and sum of squares of the scores of every match: what standardising them over the whole
     corpus needs (`codeoid.memory.ranking`). `filters` are WHERE terms on alias `e` (the episodes table);
     `weights` are the columns' (self, near, mid, far), chosen on the tuning halves of benchmarks/retrieval.
 
-    `common_rows` says the match is one word too common to tell episodes apart, in about that many rows
-    (`queries.selective_words`): then only its newest `COMMON_SCORED_ROWS` rows are scored, and the sums are
-    scaled up to every row, as from a sample. BM25 scores every row a match holds, about 2-4 us each; a question
-    of only common words ("why does the config error") would otherwise score most of the store (105 ms for a
-    word in every row of 100k episodes, against 10 ms for 5,000). Such a word's weight is near zero, so among its
-    rows BM25 ranks mostly by length; the newest are the likelier ones to matter, and meaning (the vector side)
-    still searches them all.
+    BM25 costs about 1.3 us a row it scores, and a question of common words reaches most of a large store: "why
+    does the dispatcher run into a timeout" is 16k rows of 100k episodes, 26 ms. So a match is scored on at most
+    about `SCORED_ROWS` rows (`phrase_rows` gives each phrase's rows; see `_scoring_plan`): every row of its
+    rarer phrases, which tell episodes apart, and only the newest rows of the others. Sums of the rows left out
+    are estimated from the newest, as from a sample. Those rows hold nothing but words too common to weigh
+    much, so BM25 ranks them mostly by length; meaning (the vector side) still searches them all.
     """
     columns = ", ".join(str(float(w)) for w in weights)
-    window, scale = "", 1.0
-    if common_rows is not None and common_rows > COMMON_SCORED_ROWS:
-        floor = db.execute("SELECT rowid FROM episodes_context WHERE episodes_context MATCH ?"
-                           " ORDER BY rowid DESC LIMIT 1 OFFSET ?", (match, COMMON_SCORED_ROWS - 1)).fetchone()
-        if floor is not None:  # counted exactly: `common_rows` is a phrase's rarest token's, an upper bound
-            matched = db.execute("SELECT count(*) FROM episodes_context WHERE episodes_context MATCH ?",
-                                 (match,)).fetchone()[0]
-            window, scale = f" AND rowid >= {int(floor[0])}", int(matched) / COMMON_SCORED_ROWS
+    plan = _scoring_plan(db, match, phrase_rows)
     # The match runs once, first (MATERIALIZED), and the filters then look each hit up by its id, in the index
     # that holds just the columns they read (migration m012). Left to itself SQLite's planner may walk the
     # workspace's episodes instead and run the match once per episode: 87 s a query at 100k episodes. The sums
     # are plain aggregates over the kept hits: a window over them made SQLite sort every hit.
     rows = db.execute(
         f"""WITH hits AS MATERIALIZED (
-                SELECT rowid AS id, -bm25(episodes_context, {columns}) AS score FROM episodes_context
-                WHERE episodes_context MATCH ?{window}),
+                SELECT rowid AS id, -bm25(episodes_context, {columns}) AS score, {plan.whole} AS whole
+                FROM episodes_context WHERE episodes_context MATCH ? AND ({plan.whole} OR rowid >= ?)),
             kept AS MATERIALIZED (
-                SELECT hits.id AS id, hits.score AS score
+                SELECT hits.id AS id, hits.score AS score, hits.whole AS whole
                 FROM hits JOIN episodes e INDEXED BY episodes_recall_filter ON e.id = hits.id
                 WHERE {' AND '.join(filters)})
-            SELECT id, score, (SELECT sum(score) FROM kept), (SELECT sum(score * score) FROM kept) FROM kept
-            ORDER BY score DESC LIMIT ?""",
-        (match, *params, limit),
+            SELECT id, score,
+                   (SELECT total(score) FROM kept WHERE whole), (SELECT total(score * score) FROM kept WHERE whole),
+                   (SELECT total(score) FROM kept WHERE NOT whole),
+                   (SELECT total(score * score) FROM kept WHERE NOT whole),
+                   (SELECT count(*) FROM hits WHERE NOT whole)
+            FROM kept ORDER BY score DESC LIMIT ?""",
+        (*plan.params, match, *plan.params, plan.floor, *params, limit),
     ).fetchall()
     if not rows:
         return [], (0.0, 0.0)
-    return [(int(row[0]), float(row[1])) for row in rows], (float(rows[0][2]) * scale, float(rows[0][3]) * scale)
+    whole_total, whole_squares, newest_total, newest_squares, newest_rows = rows[0][2:]
+    # Rows of the windowed phrases alone: those scored are the newest `newest_rows` of `plan.window_rows`.
+    scale = plan.window_rows / newest_rows if plan.window_rows and newest_rows else 1.0
+    return ([(int(row[0]), float(row[1])) for row in rows],
+            (float(whole_total) + float(newest_total) * scale, float(whole_squares) + float(newest_squares) * scale))
+
+
+class ScoringPlan(NamedTuple):
+    """Which rows of a match BM25 scores: those `whole` (an SQL test on `rowid`, with its `params`) holds, and
+    any with a rowid at least `floor`; `window_rows` is how many rows outside `whole` match (0: no window)."""
+
+    whole: str
+    params: tuple[str, ...]
+    floor: int
+    window_rows: int
+
+
+def _scoring_plan(db: sqlite3.Connection, match: str, phrase_rows: Sequence[tuple[str, int]]) -> ScoringPlan:
+    """Score every row when the match holds at most `SCORED_ROWS` (the common case, and every small store, whose
+    phrases are not counted). Otherwise the rarest phrases, as many as fit in `WHOLE_SHARE` of the budget, are
+    scored on every row, and the rest on their newest rows up to the budget (counted exactly: a phrase's count
+    is its rarest token's, an upper bound)."""
+    every = ScoringPlan("1", (), 0, 0)
+    if sum(rows for _, rows in phrase_rows) <= SCORED_ROWS:
+        return every
+    matched = int(db.execute("SELECT count(*) FROM episodes_context WHERE episodes_context MATCH ?",
+                             (match,)).fetchone()[0])
+    if matched <= SCORED_ROWS:
+        return every
+    whole, spent = [], 0
+    for phrase, rows in sorted(phrase_rows, key=lambda item: item[1]):
+        if spent + rows > WHOLE_SHARE * SCORED_ROWS:
+            break
+        whole.append(phrase)
+        spent += rows
+    if whole:
+        rare = " OR ".join(whole)
+        in_whole = ScoringPlan("rowid IN (SELECT rowid FROM episodes_context WHERE episodes_context MATCH ?)",
+                               (rare,), 0, 0)
+        whole_rows = int(db.execute("SELECT count(*) FROM episodes_context WHERE episodes_context MATCH ?",
+                                    (rare,)).fetchone()[0])
+    else:
+        in_whole, whole_rows = ScoringPlan("0", (), 0, 0), 0
+    newest = SCORED_ROWS - spent
+    floor = db.execute("SELECT rowid FROM episodes_context WHERE episodes_context MATCH ?"
+                       " ORDER BY rowid DESC LIMIT 1 OFFSET ?", (match, newest - 1)).fetchone()
+    if floor is None:
+        return every
+    return in_whole._replace(floor=int(floor[0]), window_rows=matched - whole_rows)

@@ -117,11 +117,11 @@ def backing_sessions(db: sqlite3.Connection, session_id: str) -> list[Row]:
 
 
 class LexicalQuery(NamedTuple):
-    """An FTS5 match for a question, and whether it is a word too common to tell episodes apart, kept because every
-    word was (then `common_rows` is how many index rows it matches, else None)."""
+    """An FTS5 match for a question, and each of its phrases with how many index rows hold it (an upper bound for a
+    phrase of several tokens); the counts are only taken in a large store, else `phrase_rows` is empty."""
 
     match: str | None
-    common_rows: int | None = None
+    phrase_rows: tuple[tuple[str, int], ...] = ()
 
 
 def any_term_query(text: str, db: sqlite3.Connection | None = None) -> str | None:
@@ -138,18 +138,20 @@ def any_term_query(text: str, db: sqlite3.Connection | None = None) -> str | Non
 
 
 def lexical_query(text: str, db: sqlite3.Connection | None = None) -> LexicalQuery:
-    """`any_term_query`'s match, and whether what it kept is one word too common to tell episodes apart."""
+    """`any_term_query`'s match, and the rows its phrases reach (what bounds the cost of ranking it)."""
     words = list(dict.fromkeys(word.lower() for word in _WORD.findall(text)))
     content = [word for word in words if word not in STOP_WORDS] or words
-    common_rows = None
+    rows: dict[str, int] = {}
     if db is not None:
-        content, common_rows = selective_words(db, content)
-    return LexicalQuery(" OR ".join(f'"{word}"' for word in content) or None, common_rows)
+        content, rows = selective_words(db, content)
+    return LexicalQuery(" OR ".join(f'"{word}"' for word in content) or None,
+                        tuple((f'"{word}"', rows[word]) for word in content if word in rows))
 
 
-def selective_words(db: sqlite3.Connection, words: list[str]) -> tuple[list[str], int | None]:
+def selective_words(db: sqlite3.Connection, words: list[str]) -> tuple[list[str], dict[str, int]]:
     """`words` without those in more than `COMMON_TERM_DOCS` episodes and `COMMON_TERM_SHARE` of all of them
-    (the rarest word stays if every one is that common; then the rows it matches come with it, else None).
+    (the rarest word stays if every one is that common), and the rows of the index each word kept reaches (empty
+    for a small store, where nothing is counted).
 
     An any-term query ranks every episode holding any of its words, so "test" in a 100k-episode store of
     coding sessions means scoring tens of thousands of rows (0.2 s and more) for a word whose inverse document
@@ -160,12 +162,12 @@ def selective_words(db: sqlite3.Connection, words: list[str]) -> tuple[list[str]
     word as the index's porter tokenizer stems it (a scratch FTS5 table in the connection's temp schema does
     the stemming). Small stores are left alone.
     """
-    if len(words) < 2:
-        return words, None
+    if not words:
+        return words, {}
     total = int(db.execute("SELECT coalesce(max(id), 0) FROM episodes").fetchone()[0])
     threshold = max(COMMON_TERM_DOCS, COMMON_TERM_SHARE * total)
     if total <= threshold:
-        return words, None
+        return words, {}
     _ensure_vocabulary(db)
     db.execute("DELETE FROM temp.codeoid_query_words")
     db.executemany("INSERT INTO temp.codeoid_query_words (rowid, word) VALUES (?, ?)",
@@ -177,11 +179,8 @@ def selective_words(db: sqlite3.Connection, words: list[str]) -> tuple[list[str]
     # A phrase is at most as common as its rarest token.
     documents = {word: min((counts[stem] for stem in stems.get(number, ())), default=0)
                  for number, word in enumerate(words, start=1)}
-    kept = [word for word in words if documents[word] <= threshold]
-    if kept:
-        return kept, None
-    rarest = min(words, key=lambda word: documents[word])
-    return [rarest], documents[rarest]
+    kept = [word for word in words if documents[word] <= threshold] or [min(words, key=lambda word: documents[word])]
+    return kept, {word: documents[word] for word in kept}
 
 
 # Rows of the neighbour index holding a stem, by (store file, newest episode id, stem): a new episode starts afresh
@@ -299,13 +298,13 @@ def search_context(db: sqlite3.Connection, query: str, *, workspace_id: int | No
     """Episodes ranked by BM25 over their text with their session neighbours' (`codeoid.store.context_index`),
     under the same rules as `search_bm25`, each row with its `score`; and the corpus-wide sums of the scores."""
     catch_up_fts(db)
-    match, common_rows = lexical_query(query, db)
+    match, phrase_rows = lexical_query(query, db)
     filters, params = _recall_filters(SEARCHABLE_STATES, workspace_id, skip_live_of, exclude_origins)
     corpus = _corpus_size(db, workspace_id)
     if match is None:
         return [], LexicalStats(0.0, 0.0, corpus)
     ranked, (total, squares) = context_index.search(db, match, filters=filters, params=params, limit=limit,
-                                                     weights=columns, common_rows=common_rows)
+                                                     weights=columns, phrase_rows=phrase_rows)
     rows = recallable_episodes(db, [episode_id for episode_id, _ in ranked], workspace_id=workspace_id,
                                skip_live_of=skip_live_of, exclude_origins=exclude_origins)
     return ([{**rows[episode_id], "score": score} for episode_id, score in ranked if episode_id in rows],
