@@ -14,7 +14,7 @@ from test_mcp_server import Memory, git_project
 from codeoid.memory import workspace_index
 from codeoid.memory.index_builder import DEBOUNCE_SECONDS, REBUILD_SECONDS, IndexBuilder
 from codeoid.memory_tools import PLUGIN_TOOL_PREFIX, SETTINGS_TOOL_PREFIX
-from codeoid.store import identity, queries
+from codeoid.store import identity, queries, retraction
 from codeoid.store import workspace_index as stored_index
 
 
@@ -261,6 +261,29 @@ def test_topics_cluster_the_indexed_episodes_stably(tmp_path: Path, monkeypatch:
         # A fresh client and a rebuild see the same vectors and give the same bytes.
         fresh = VectorIndex(store=identity.store_id(memory.db))
         assert workspace_index.build(memory.db, workspace_id, vectors=fresh) == version
+
+        # The background builder keeps those topics while a few episodes arrive (clustering 2,000 vectors of a
+        # large history holds the memory service's CPU for most of a second), finds them anew once the history
+        # grew enough, and at once after a retraction: a retracted episode's words must leave the topics.
+        def background_build() -> dict[str, Any]:
+            workspace_index.build(memory.db, workspace_id, vectors=fresh, keep_topics=True)
+            latest = stored_index.latest(memory.db, workspace_id)
+            assert latest is not None
+            return dict(json.loads(latest.facts))
+
+        found = json.loads(stored.facts)
+        owner = memory.backing("cc-later")
+        later = [memory.user(owner, f"a later note about the weather, number {n}") for n in range(3)]
+        assert Indexer(memory.db).catch_up() == 3
+        kept = background_build()
+        assert kept["topics"] == found["topics"] and kept["topics_over"] == found["topics_over"]
+        assert kept["newest_episode"] == max(later)  # the rest of the index is current
+        monkeypatch.setattr(workspace_index, "TOPICS_KEPT_WHILE_NEW_EPISODES", 2)  # 3 new of 75: at scale, 5%
+        monkeypatch.setattr(workspace_index, "TOPICS_KEPT_WHILE_GROWN_BY", 0.0)
+        assert background_build()["topics_over"]["indexed_upto"] == max(later)
+        monkeypatch.setattr(workspace_index, "TOPICS_KEPT_WHILE_NEW_EPISODES", 50)
+        retraction.retract(memory.db, [later[0]])
+        assert background_build()["topics_over"]["retracted"] == 1
     finally:
         memory.db.close()
         chroma_server.stop_server()

@@ -68,7 +68,7 @@ class IndexBuilder:
         new, newest = stored_index.activity_since(self.db, workspace_id, self.schedule.built_upto)
         if not self.schedule.due(now, new):
             return None
-        version = workspace_index.build(self.db, workspace_id, vectors=self.vectors, now=now)
+        version = workspace_index.build(self.db, workspace_id, vectors=self.vectors, now=now, keep_topics=True)
         self.schedule = Schedule(last_build=now, built_upto=newest)
         return version
 

@@ -37,6 +37,12 @@ MAX_CHARS = 3000  # the whole injected text; Claude Code's own limit is ~10,000
 HOT_FILES = 8
 RECENT_SESSIONS = 5
 TOPIC_SAMPLE = 2000  # episodes clustered at most, evenly spread over the memory's history
+# A background rebuild keeps the topics it found last until the indexed history grew by this share (or this many
+# episodes) or an episode was retracted or restored: clustering a sample spread over 100k episodes costs ~0.6 s of
+# the memory service's CPU, and its GIL, which the recalls it answers meanwhile wait for; a few new episodes
+# cannot move shares of the whole history.
+TOPICS_KEPT_WHILE_GROWN_BY = 0.05
+TOPICS_KEPT_WHILE_NEW_EPISODES = 50
 PROMPT_CHARS = 70
 # A delta is worth a few hundred characters of the window only for news: other sessions' work, or a change in
 # what memory is mostly about.
@@ -47,15 +53,20 @@ _LONGEST_PREFIX = max(SETTINGS_TOOL_PREFIX, PLUGIN_TOOL_PREFIX, key=len)
 
 
 def build(db: sqlite3.Connection, workspace_id: int, *, vectors: VectorIndex | None,
-          now: float | None = None) -> int:
-    """Gather the facts, render the text and save it; the stored version (unchanged if the text is)."""
-    facts = gather(db, workspace_id, vectors=vectors)
+          now: float | None = None, keep_topics: bool = False) -> int:
+    """Gather the facts, render the text and save it; the stored version (unchanged if the text is).
+    `keep_topics`: the stored index's topics stand while they are current enough (the background builder's
+    rebuilds); else they are found anew."""
+    previous = stored_index.latest(db, workspace_id) if keep_topics else None
+    facts = gather(db, workspace_id, vectors=vectors, previous=json.loads(previous.facts) if previous else None)
     return stored_index.save(db, workspace_id, body=render_body(facts), facts=_dump(facts),
                              now=time.time() if now is None else now)
 
 
-def gather(db: sqlite3.Connection, workspace_id: int, *, vectors: VectorIndex | None) -> dict[str, Any]:
-    """Everything the index says, as plain JSON-able data (also what deltas compare)."""
+def gather(db: sqlite3.Connection, workspace_id: int, *, vectors: VectorIndex | None,
+           previous: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Everything the index says, as plain JSON-able data (also what deltas compare); `previous` facts lend
+    their topics while these are current (`TOPICS_KEPT_WHILE_GROWN_BY`)."""
     from codeoid.memory.privacy import Policy
 
     policy = Policy.from_env()
@@ -73,7 +84,7 @@ def gather(db: sqlite3.Connection, workspace_id: int, *, vectors: VectorIndex | 
         "last_at": last,
         "newest_episode": newest,
         "hot_files": _hot_files(db, workspace_id, root, policy),
-        "topics": _topics(db, workspace_id, vectors) if vectors is not None else [],
+        **(_topics_of(db, workspace_id, vectors, previous) if vectors is not None else {"topics": []}),
         "recent_sessions": _recent_sessions(db, workspace_id, policy),
     }
 
@@ -212,6 +223,22 @@ def _recent_sessions(db: sqlite3.Connection, workspace_id: int, policy: Policy) 
          "at_turn": at_turn, "last_at": last_at, "first_prompt": one_line(policy.redact(first or ""), PROMPT_CHARS)}
         for session_id, name, turns, rotations, forked_from, at_turn, last_at, first in rows
     ]
+
+
+def _topics_of(db: sqlite3.Connection, workspace_id: int, vectors: VectorIndex,
+               previous: dict[str, Any] | None) -> dict[str, Any]:
+    """The topics and what they were found over (`topics_over`: the vector index's watermark and the workspace's
+    retracted episodes), kept from `previous` while that is current."""
+    from codeoid.store import vector_progress
+
+    over = {"indexed_upto": vector_progress.progress(db).indexed_upto, "retracted": db.execute(
+        "SELECT count(*) FROM episodes WHERE workspace_id = ? AND state = 'retracted'", (workspace_id,)).fetchone()[0]}
+    before = (previous or {}).get("topics_over")
+    if previous and previous.get("topics") and isinstance(before, dict) and before["retracted"] == over["retracted"]:
+        grown = over["indexed_upto"] - int(before["indexed_upto"])
+        if 0 <= grown < max(TOPICS_KEPT_WHILE_NEW_EPISODES, TOPICS_KEPT_WHILE_GROWN_BY * over["indexed_upto"]):
+            return {"topics": previous["topics"], "topics_over": before}
+    return {"topics": _topics(db, workspace_id, vectors), "topics_over": over}
 
 
 def _topics(db: sqlite3.Connection, workspace_id: int, vectors: VectorIndex) -> list[dict[str, Any]]:
