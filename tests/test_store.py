@@ -146,6 +146,8 @@ def test_words_in_most_episodes_of_a_large_store_leave_the_query(store: sqlite3.
         capture.add_user_turn(store, owner, prompt="the zebra_crossing tests hang", prompt_id="z1",
                               origin="user", now=300.0)
         capture.add_user_turn(store, owner, prompt="a zebra escaped", prompt_id="z2", origin="user", now=301.0)
+        capture.add_user_turn(store, owner, prompt="again_tests is the flaky one", prompt_id="a1", origin="user",
+                              now=400.0)
     queries.catch_up_fts(store)
 
     # "tests" and "run" (stemmed from "running") are in every episode: only the telling words are searched.
@@ -156,6 +158,8 @@ def test_words_in_most_episodes_of_a_large_store_leave_the_query(store: sqlite3.
     # Only common words: the rarest stays, so the search still answers.
     assert queries.any_term_query("running tests", store) in ('"running"', '"tests"')
     assert len(queries.search_bm25(store, "running tests", limit=5)) == 5
+    # An identifier of common words is counted as the phrase it is, which is rare: it stays.
+    assert queries.any_term_query("again_tests zebra running", store) == '"again_tests" OR "zebra"'
     # A small store keeps every word.
     monkeypatch.setattr(queries, "COMMON_TERM_DOCS", 5000)
     assert queries.any_term_query("zebra tests", store) == '"zebra" OR "tests"'
