@@ -15,7 +15,15 @@ import pytest
 
 from codeoid import paths
 from codeoid.memory import corpus_stats
-from codeoid.memory.ranking import DenseCandidates, LexicalCandidates, RecallWeights, fuse_z, query_dates, query_roles
+from codeoid.memory.ranking import (
+    DenseCandidates,
+    LexicalCandidates,
+    RecallWeights,
+    fuse_z,
+    query_dates,
+    query_roles,
+    role_of,
+)
 from codeoid.store import capture, context_index, db, queries, retraction
 from codeoid.workspace import identify
 
@@ -167,12 +175,12 @@ def test_z_fusion_prefers_the_signal_that_is_sure_and_a_zero_weight_leaves_a_sig
     # Dense is sure of 3 (far above this query's corpus mean), lukewarm about 1.
     dense = DenseCandidates({3: 0.62, 1: 0.31}, centre=0.2, spread=0.08)
     weights = RecallWeights(recency=0.0, path=0.0)
-    fused = fuse_z(lexical, dense, created_at={}, paths={}, kinds={}, query="q", weights=weights, now=0.0)
+    fused = fuse_z(lexical, dense, created_at={}, paths={}, roles={}, query="q", weights=weights, now=0.0)
     assert fused[0][0] == 3
-    bm25_only = fuse_z(lexical, dense, created_at={}, paths={}, kinds={}, query="q",
+    bm25_only = fuse_z(lexical, dense, created_at={}, paths={}, roles={}, query="q",
                        weights=RecallWeights(dense=0.0, recency=0.0, path=0.0), now=0.0)
     assert [i for i, _ in bm25_only] == [1, 2, 3]
-    dense_only = fuse_z(lexical, dense, created_at={}, paths={}, kinds={}, query="q",
+    dense_only = fuse_z(lexical, dense, created_at={}, paths={}, roles={}, query="q",
                         weights=RecallWeights(bm25=0.0, recency=0.0, path=0.0), now=0.0)
     assert [i for i, _ in dense_only] == [3, 1]
 
@@ -188,12 +196,12 @@ def test_meaning_a_turn_is_sure_of_reaches_the_tool_calls_beside_it() -> None:
     # The explanation (10) reads like the paraphrased question; the edit after it (11) does not, and only the
     # words of look-alike edits elsewhere (20 and others) match the question at all. 9 is the prompt before it.
     lexical, dense = _matches(20, 3.0), DenseCandidates({10: 0.95, 30: 0.35}, centre=0.2, spread=0.08)
-    kinds = {9: "user", 10: "assistant", 11: "tool", 30: "assistant", 31: "tool"}
+    roles = {9: "user", 10: "assistant", 11: "change", 30: "assistant", 31: "run"}
     plain = RecallWeights(recency=0.0, path=0.0, role=0.0)
-    without = fuse_z(lexical, dense, created_at={}, paths={}, kinds=kinds, query="q", now=0.0,
+    without = fuse_z(lexical, dense, created_at={}, paths={}, roles=roles, query="q", now=0.0,
                      weights=RecallWeights(recency=0.0, path=0.0, role=0.0, neighbours=0.0), neighbours={10: [11]})
     assert 11 not in dict(without)
-    fused = fuse_z(lexical, dense, created_at={}, paths={}, kinds=kinds, query="q", weights=plain, now=0.0,
+    fused = fuse_z(lexical, dense, created_at={}, paths={}, roles=roles, query="q", weights=plain, now=0.0,
                    neighbours={10: [9, 11], 30: [31]})
     assert [i for i, _ in fused[:3]] == [11, 10, 20]
     assert dict(fused)[11] == dict(fused)[10]  # lent whole (weight 1): as sure as the lender
@@ -205,9 +213,9 @@ def test_an_exact_word_match_no_longer_silences_a_sure_meaning() -> None:
     # Over a corpus where most episodes score 0, the best word match stands far out (z ~ 8); the turn the question
     # paraphrases (2) is the one meaning is sure of.
     lexical, dense = _matches(1, 6.0), DenseCandidates({2: 0.95, 1: 0.2}, centre=0.2, spread=0.08)
-    whole = fuse_z(lexical, dense, created_at={}, paths={}, kinds={}, query="q", now=0.0,
+    whole = fuse_z(lexical, dense, created_at={}, paths={}, roles={}, query="q", now=0.0,
                    weights=RecallWeights(recency=0.0, path=0.0, bm25_root=0))
-    rooted = fuse_z(lexical, dense, created_at={}, paths={}, kinds={}, query="q", now=0.0,
+    rooted = fuse_z(lexical, dense, created_at={}, paths={}, roles={}, query="q", now=0.0,
                     weights=RecallWeights(recency=0.0, path=0.0))
     assert whole[0][0] == 1 and rooted[0][0] == 2
     # The root keeps BM25's own order.
@@ -217,12 +225,34 @@ def test_an_exact_word_match_no_longer_silences_a_sure_meaning() -> None:
 def test_role_cues_name_whose_turn_a_question_wants() -> None:
     assert query_roles("what did you suggest for the cache?") == {"assistant"}
     assert query_roles("what I asked about retries") == {"user"}
-    assert query_roles("the traceback of the parser test") == {"tool"}
+    assert query_roles("the traceback of the parser test") == {"run"}
+    assert query_roles("the diff where we stopped retrying on 404") == {"change"}
+    assert query_roles("the read of src/parser.py around tokenize") == {"read"}
     assert query_roles("the parser crashes on tabs") == set()
     lexical = LexicalCandidates({1: 2.0, 2: 2.0}, total=4.0, squares=8.0, corpus=100, cut=False)
-    fused = fuse_z(lexical, DenseCandidates({}), created_at={}, paths={}, kinds={1: "user", 2: "assistant"},
+    fused = fuse_z(lexical, DenseCandidates({}), created_at={}, paths={}, roles={1: "user", 2: "assistant"},
                    query="what did you recommend", weights=RecallWeights(dense=0.0, recency=0.0, role=0.5), now=0.0)
     assert fused[0][0] == 2
+
+
+def test_a_question_naming_an_edit_puts_the_edit_above_reads_and_runs_of_the_same_file() -> None:
+    # In a coding session a file is read, edited and tested again and again; the read (1) and the test run (3)
+    # match "the diff where we stopped retrying on 404" by the file's every word, the edit (2) by a few.
+    assert role_of("tool", "Read", None) == "read" and role_of("tool", "Edit", None) == "change"
+    assert role_of("tool", "Bash", "git diff src/retry.py") == "change" and role_of("tool", "Bash", "pytest") == "run"
+    assert role_of("tool", "Grep", None) == "tool" and role_of("assistant", None, None) == "assistant"
+    lexical = LexicalCandidates({1: 6.0, 2: 4.0, 3: 5.0}, total=15.0, squares=77.0, corpus=100, cut=False)
+    roles = {1: role_of("tool", "Read", None), 2: role_of("tool", "Edit", None), 3: role_of("tool", "Bash", "pytest")}
+    weights = RecallWeights(dense=0.0, recency=0.0)
+    asked = fuse_z(lexical, DenseCandidates({}), created_at={}, paths={}, roles=roles, query="the diff where we "
+                   "stopped retrying on 404", weights=weights, now=0.0)
+    assert asked[0][0] == 2
+    failing = fuse_z(lexical, DenseCandidates({}), created_at={}, paths={}, roles=roles, query="the traceback when "
+                     "retrying on 404", weights=weights, now=0.0)
+    assert failing[0][0] == 3
+    plain = fuse_z(lexical, DenseCandidates({}), created_at={}, paths={}, roles=roles, query="stopped retrying on "
+                   "404", weights=weights, now=0.0)
+    assert [i for i, _ in plain] == [1, 3, 2]
 
 
 def test_a_question_naming_a_day_puts_that_days_turn_first() -> None:
@@ -235,10 +265,10 @@ def test_a_question_naming_a_day_puts_that_days_turn_first() -> None:
     dense = DenseCandidates({1: 0.50, 2: 0.48}, centre=0.2, spread=0.1)
     asked = "what did we say about the hiking trip on May 13?"
     for weights, first in ((RecallWeights(recency=0.0, date=0.0), 1), (RecallWeights(recency=0.0, date=1.0), 2)):
-        fused = fuse_z(lexical, dense, created_at={1: may_2, 2: may_13}, paths={}, kinds={}, query=asked,
+        fused = fuse_z(lexical, dense, created_at={1: may_2, 2: may_13}, paths={}, roles={}, query=asked,
                        weights=weights, now=may_13)
         assert fused[0][0] == first
-    plain = fuse_z(lexical, dense, created_at={1: may_2, 2: may_13}, paths={}, kinds={},
+    plain = fuse_z(lexical, dense, created_at={1: may_2, 2: may_13}, paths={}, roles={},
                    query="what did we say about the hiking trip?", weights=RecallWeights(recency=0.0, date=1.0),
                    now=may_13)
     assert plain[0][0] == 1  # no day named, no bonus

@@ -315,3 +315,36 @@ def test_a_paraphrase_of_the_explanation_finds_the_edit_beside_it(memory: Memory
 
     assert edit in top()  # it borrows the meaning of the explanation beside it
     assert edit not in top(NEIGHBOURS="0")  # on its own, its code reads like none of the question
+
+
+def test_a_question_naming_an_action_finds_that_call_not_the_reads_of_its_file(memory: Memory,
+                                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    source = "\n".join(["def retry(request, attempts=3):", "    # retry responses until one is not a fault",
+                        "    for attempt in range(attempts):", "        response = send(request)",
+                        "        if response.status_code < 500:  # a 404 response is final",
+                        "            return response", "        sleep(backoff(attempt))", "    return response"] * 8)
+    owner = memory.backing("b-retry")
+    reads = [memory.tool(owner, "Read", {"file_path": "src/net/retry.py"},
+                         {"type": "text", "file": {"filePath": "src/net/retry.py", "content": source}})
+             for _ in range(3)]
+    memory.assistant(owner, "A 404 is retried like a server fault; client errors should return at once.")
+    edit = memory.tool(owner, "Edit", {"file_path": "src/net/retry.py", "old_string": "status_code < 500",
+                                       "new_string": "status_code < 500 or response.status_code < 400"},
+                       {"filePath": "src/net/retry.py", "oldString": "status_code < 500",
+                        "newString": "status_code < 500 or response.status_code < 400"})
+    run = memory.bash(owner, "pytest tests/test_retry.py -q", "FAILED tests/test_retry.py::test_no_retry_on_404 - "
+                      "assert 3 == 1\n1 failed, 11 passed")
+    Indexer(memory.db).catch_up()
+    workspace_id = queries.workspace_id_for(memory.db, str(memory.project))
+
+    def ranked(question: str, role: str = "1.5") -> list[int]:
+        monkeypatch.setenv("CODEOID_RECALL_ROLE", role)
+        return [row["id"] for row in retrieval.recall_ranked(memory.db, question, workspace_id=workspace_id,
+                                                             limit=8).rows]
+
+    # Every read holds the file's every word, and wins on words alone; the action a question names tells which
+    # call it means.
+    assert ranked("the traceback when retrying a 404", role="0")[0] in reads
+    assert ranked("the traceback when retrying a 404")[0] == run
+    assert ranked("the failing test output for the retry on 404")[0] == run
+    assert ranked("the edit that stopped the retry on 404 responses")[0] == edit

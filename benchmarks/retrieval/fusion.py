@@ -123,7 +123,8 @@ def collect(db: Any, workspace_id: int, query: str) -> dict[str, Any]:
         "plain": [row["id"] for row in plain],
         "chunks": [[i, cosine] for i, cosine in chunks if i in rows],
         "standardiser": list(dense.standardiser) if dense.standardiser else None,
-        "meta": {str(i): [row["created_at"], row["kind"], json.loads(row["paths"] or "[]")] for i, row in rows.items()},
+        "meta": {str(i): [row["created_at"], row["kind"], json.loads(row["paths"] or "[]"), row["tool_name"],
+                          (row["original_command"] or "")[:40]] for i, row in rows.items()},
         "neighbours": neighbours,
     }
 
@@ -155,7 +156,8 @@ def refuse(c: dict[str, Any], query: str, weights: RecallWeights, now: float, *,
             ranking.LexicalCandidates(dict((i, s) for i, s in chosen["lexical"][:n]), total, squares, corpus,
                                       cut=len(chosen["lexical"]) >= n),
             ranking.DenseCandidates(best, centre, spread), created_at=created_at, paths=paths,
-            kinds={i: m[1] for i, m in meta.items()}, query=query, weights=weights, now=now,
+            roles={i: ranking.role_of(m[1], m[3], m[4]) if len(m) > 3 else m[1] for i, m in meta.items()},
+            query=query, weights=weights, now=now,
             neighbours={int(i): [j for j in near if j in meta] for i, near in c.get("neighbours", {}).items()
                         if int(i) in best})
     return [episode_id for episode_id, _ in fused[:evaluate.DEPTH]]

@@ -36,7 +36,8 @@ class RecallWeights:
     path: float = 1.0  # an episode touching every path the query names gains this fraction of a first rank
     rrf_k: float = 10.0
     candidates: int = 50  # taken from each signal before fusing
-    role: float = 1.5  # z-score fusion: bonus for an episode of the role the query names ("your explanation")
+    # z-score fusion: bonus for an episode of the role the query names ("your explanation", "the diff"; `role_of`)
+    role: float = 1.5
     date: float = 0.0  # bonus for an episode of the day the query names ("on May 13", "2018-05-13"), in UTC
     zscore: int = 1  # 1: `fuse_z`; 0: reciprocal rank fusion (`fuse`)
     # z-score fusion: 1 takes the signed square root of each BM25 z-score. Standardised over a corpus where most
@@ -163,7 +164,10 @@ def fuse(bm25: Sequence[int], dense: Sequence[int], *, created_at: Mapping[int, 
     return sorted(scores.items(), key=lambda item: (-item[1], -item[0]))
 
 
-# What a question says about whose turn it wants: "what did I ask", "you suggested", "the traceback".
+# What a question says about whose turn it wants ("what did I ask", "you suggested"), or, for a tool call, what
+# kind of action: "the diff", "the edit" want a change; "the traceback", "the failure output" a command's run;
+# "the read of" a file read. In a coding session the same file is read, edited and tested many times, and the
+# read of a file matches a question about its edit by every word of the file.
 _ASKED = r"(say|said|ask|asked|write|wrote|tell|told|mention|mentioned|want|wanted|request|requested|type|typed)"
 _ANSWERED = (r"(say|said|suggest|suggested|answer|answered|tell|told|recommend|recommended|propose|proposed|explain"
              r"|explained|write|wrote|mention|mentioned|reply|replied|think|thought|conclude|concluded)")
@@ -172,14 +176,36 @@ _ROLE_CUES = {
                        r"|\bthe user\b", re.IGNORECASE),
     "assistant": re.compile(rf"\b(you|claude)\s+(\w+\s+)?{_ANSWERED}\b|\byour\s+(answer|suggestion|explanation"
                             r"|reply|advice|plan)\b", re.IGNORECASE),
-    "tool": re.compile(r"\b(output|traceback|stack ?trace|stderr|stdout|error message|exit (code|status)|diff"
-                       r"|test run|log)\b", re.IGNORECASE),
+    "change": re.compile(r"\b(diffs?|edit(s|ed)?|chang(e|es|ed)|patch(es|ed)?|modif(y|ied|ication))\b", re.IGNORECASE),
+    "run": re.compile(r"\b(output|traceback|stack ?trace|stderr|stdout|error message|exit (code|status)|test run"
+                      r"|failures?|fail(ed|ing)|log)\b", re.IGNORECASE),
+    "read": re.compile(r"\b(the read|we read|opened|contents of)\b", re.IGNORECASE),
 }
+# Tool names of each action, as Claude Code, Codex and Gemini CLI record them; any other tool (a search, an MCP
+# tool) is plain `tool`, which no cue names.
+_CHANGE_TOOLS = frozenset({"Edit", "MultiEdit", "Write", "NotebookEdit", "apply_patch", "replace", "write_file"})
+_READ_TOOLS = frozenset({"Read", "read_file", "read_many_files"})
+_RUN_TOOLS = frozenset({"Bash", "shell", "exec_command", "run_shell_command"})
+_SHOWS_A_CHANGE = re.compile(r"\s*git\s+(diff|show)\b")
+TOOL_ROLES = frozenset({"change", "read", "run", "tool"})
 
 
 def query_roles(query: str) -> set[str]:
-    """The episode kinds a query names (`user`, `assistant`, `tool`), by plain cues; usually none."""
-    return {kind for kind, cue in _ROLE_CUES.items() if cue.search(query)}
+    """The roles a query names (`user`, `assistant`, or a tool call's `change`, `run`, `read`), by plain cues;
+    usually none."""
+    return {role for role, cue in _ROLE_CUES.items() if cue.search(query)}
+
+
+def role_of(kind: str, tool_name: str | None, command: str | None) -> str:
+    """An episode's role for `query_roles`: its kind for a prompt or an answer, what it did for a tool call (a
+    `git diff` or `git show` shows a change)."""
+    if kind != "tool":
+        return kind
+    if tool_name in _CHANGE_TOOLS or (tool_name in _RUN_TOOLS and _SHOWS_A_CHANGE.match(command or "")):
+        return "change"
+    if tool_name in _READ_TOOLS:
+        return "read"
+    return "run" if tool_name in _RUN_TOOLS else "tool"
 
 
 @dataclass(frozen=True)
@@ -240,13 +266,14 @@ class DenseCandidates:
 
 
 def fuse_z(lexical: LexicalCandidates, dense: DenseCandidates, *, created_at: Mapping[int, float],
-           paths: Mapping[int, Sequence[str]], kinds: Mapping[int, str], query: str, weights: RecallWeights,
+           paths: Mapping[int, Sequence[str]], roles: Mapping[int, str], query: str, weights: RecallWeights,
            now: float | None = None, neighbours: Mapping[int, Sequence[int]] | None = None,
            ) -> list[tuple[int, float]]:
     """Candidates of both signals scored `bm25 * z_bm25 + dense * z_cosine` plus bonuses in z units, best first.
     A signal weighted 0 brings no candidates and no score (`dense=0` is BM25 alone). `neighbours` are each dense
     candidate's session neighbours that recall may return: the tool calls among them become candidates too, scored
-    with the meaning they borrow (`weights.neighbours`); none are passed, none are borrowed."""
+    with the meaning they borrow (`weights.neighbours`); none are passed, none are borrowed. `roles` are the
+    candidates' (`role_of`): the role bonus goes to those of a role the query names."""
     now = time.time() if now is None else now
     candidates: dict[int, None] = {}
     if weights.bm25:
@@ -258,11 +285,11 @@ def fuse_z(lexical: LexicalCandidates, dense: DenseCandidates, *, created_at: Ma
             for episode_id, near in neighbours.items():
                 lent = weights.neighbours * dense.z(episode_id)
                 for other in near:
-                    if kinds.get(other) == "tool":
+                    if roles.get(other) in TOOL_ROLES:
                         borrowed[other] = max(borrowed.get(other, lent), lent)
                         candidates.setdefault(other, None)
     wanted = query_paths(query)
-    roles = query_roles(query)
+    wanted_roles = query_roles(query)
     days = query_dates(query) if weights.date else set()
     fused = []
     for episode_id in candidates:
@@ -275,7 +302,7 @@ def fuse_z(lexical: LexicalCandidates, dense: DenseCandidates, *, created_at: Ma
         age_days = max(0.0, now - created_at.get(episode_id, now)) / SECONDS_PER_DAY
         score += weights.recency * 0.5 ** (age_days / max(weights.recency_half_life_days, 1e-6))
         score += weights.path * path_overlap(wanted, paths.get(episode_id, ()))
-        if kinds.get(episode_id) in roles:
+        if roles.get(episode_id) in wanted_roles:
             score += weights.role
         score += weights.date * on_named_day(created_at.get(episode_id, now), days)
         fused.append((episode_id, score))

@@ -119,12 +119,14 @@ def _lexical_candidates(db: sqlite3.Connection, query: str, workspace_id: int | 
 def _tool_neighbours(db: sqlite3.Connection, ids: list[int], by_id: dict[int, Row], workspace_id: int | None,
                      skip_live_of: str | None) -> tuple[dict[int, list[int]], dict[int, Row]]:
     """The tool calls recall may return among each of `ids`' session neighbours (`NEIGHBOUR_REACH` places either
-    way), and what ranking weighs of those not in `by_id` (kind, time, paths: not their outputs, which may be
+    way), and what ranking weighs of those not in `by_id` (kind, time, paths, tool: not their outputs, which may be
     megabytes; the few that make the answer are read whole afterwards)."""
     near = context_index.session_neighbours(db, ids, before=NEIGHBOUR_REACH, after=NEIGHBOUR_REACH)
     weighed = queries.recallable_episodes(
         db, [i for others in near.values() for i in others if i not in by_id], workspace_id=workspace_id,
-        skip_live_of=skip_live_of, exclude_origins=NOT_RECALLED_ORIGINS, columns="e.id, e.kind, e.created_at, e.paths")
+        skip_live_of=skip_live_of, exclude_origins=NOT_RECALLED_ORIGINS,
+        columns="e.id, e.kind, e.created_at, e.paths, e.tool_name, substr(e.original_command, 1, 40)"
+                " AS original_command")
     known = {**weighed, **by_id}
     return ({episode_id: [i for i in others if i in known and known[i]["kind"] == "tool"]
              for episode_id, others in near.items()}, weighed)
@@ -151,8 +153,9 @@ def _fuse(query: str, weights: ranking.RecallWeights, lexical: list[Row], lexica
         ranking.LexicalCandidates({row["id"]: row["score"] for row in lexical}, lexical_stats.total,
                                   lexical_stats.squares, lexical_stats.corpus, cut=len(lexical) >= pool),
         ranking.DenseCandidates({i: 1.0 - hit.distance for i, hit in best_chunk.items()}, centre, spread),
-        created_at=created_at, paths=paths, kinds={i: row["kind"] for i, row in by_id.items()}, query=query,
-        weights=weights, neighbours=neighbours)
+        created_at=created_at, paths=paths,
+        roles={i: ranking.role_of(row["kind"], row["tool_name"], row["original_command"]) for i, row in by_id.items()},
+        query=query, weights=weights, neighbours=neighbours)
 
 
 def _shared_hits(nearest: list[Hit], store: str, limit: int) -> tuple[Hit, ...]:
