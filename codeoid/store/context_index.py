@@ -212,8 +212,8 @@ class ScoringPlan(NamedTuple):
 def _scoring_plan(db: sqlite3.Connection, match: str, phrase_rows: Sequence[tuple[str, int]]) -> ScoringPlan:
     """Score every row when the match holds at most `SCORED_ROWS` (the common case, and every small store, whose
     phrases are not counted). Otherwise the rarest phrases, as many as fit in `WHOLE_SHARE` of the budget, are
-    scored on every row, and the rest on their newest rows up to the budget (counted exactly: a phrase's count
-    is its rarest token's, an upper bound)."""
+    scored on every row, and the rest on their newest rows up to the budget. The match itself is counted before
+    deciding: phrases share rows, so their counts add up to more than it holds."""
     every = ScoringPlan("1", (), 0, 0)
     if sum(rows for _, rows in phrase_rows) <= SCORED_ROWS:
         return every
