@@ -25,6 +25,7 @@ import sys
 import sysconfig
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -55,18 +56,32 @@ def fill_store(count: int, lines: list[str]) -> tuple[Any, int]:
     """A store of `count` episodes in one workspace (40% prompts, 30% answers, 30% 40-line tool results)."""
     from test_mcp_server import Memory, git_project
 
-    from codeoid.store import capture, queries
-    from codeoid.store import db as store_db
+    from codeoid.store import queries
 
     home = Path(os.environ["CODEOID_HOME"])
     memory = Memory(home, git_project(home.parent / "project"))
+    add_filler(memory, range(count), lines, when=lambda _n: memory.now())
+    began = time.perf_counter()
+    while queries.catch_up_fts(memory.db, batch=5000):
+        pass
+    print(f"FTS and neighbour index of {count:,} episodes built in {time.perf_counter() - began:.1f} s",
+          file=sys.stderr)
+    return memory, memory.db.execute("SELECT max(id) FROM episodes").fetchone()[0]
+
+
+def add_filler(memory: Any, numbers: range, lines: list[str], *, when: Callable[[int], float]) -> None:
+    """Episodes numbered `numbers` in one backing session of `memory`'s workspace (40% prompts, 30% answers, 30%
+    40-line tool results of `lines`), episode n stored at `when(n)`."""
+    from codeoid.store import capture
+    from codeoid.store import db as store_db
+
     rng = random.Random(7)
     owner = memory.backing("bench")
-    for start in range(0, count, BATCH):
+    for start in range(numbers.start, numbers.stop, BATCH):
         with store_db.write_transaction(memory.db):
-            for n in range(start, min(count, start + BATCH)):
+            for n in range(start, min(numbers.stop, start + BATCH)):
                 at = rng.randrange(len(lines) - TOOL_LINES)
-                now = memory.now()
+                now = when(n)
                 if n % 10 < 4:
                     capture.add_user_turn(memory.db, owner, prompt=f"why does {lines[at].strip()[:80]} fail?",
                                           prompt_id=f"p{n}", origin="user", now=now)
@@ -81,12 +96,6 @@ def fill_store(count: int, lines: list[str]) -> tuple[Any, int]:
                                   "interrupted": False},
                         error=None, agent_id=None, now=now,
                     )
-    began = time.perf_counter()
-    while queries.catch_up_fts(memory.db, batch=5000):
-        pass
-    print(f"FTS and neighbour index of {count:,} episodes built in {time.perf_counter() - began:.1f} s",
-          file=sys.stderr)
-    return memory, memory.db.execute("SELECT max(id) FROM episodes").fetchone()[0]
 
 
 def kept_store(place: Path) -> Any:

@@ -15,7 +15,6 @@ the bound changes; meaning still searches every row) with the bound and without 
 from __future__ import annotations
 
 import argparse
-import random
 import statistics
 import sys
 import tempfile
@@ -40,39 +39,15 @@ DAY = 86400.0
 
 def fill(place: Path, count: int) -> tuple[Any, dict[str, int]]:
     """The coding set, then filler up to `count` episodes, in one workspace; the corpus keys' episode ids."""
-    from recall_latency import BATCH, TOOL_LINES, source_lines
+    from recall_latency import add_filler, source_lines
     from test_mcp_server import Memory, git_project
-
-    from codeoid.store import capture
-    from codeoid.store import db as store_db
 
     evaluate.fresh_environment(place / "home")
     memory = Memory(place / "home", git_project(place / "project"))
     now = time.time()
     ids = evaluate.fill_store(memory, evaluate.load_corpus(), now=now - 60 * DAY)
-    lines = source_lines()
-    rng = random.Random(7)
-    owner = memory.backing("later-work")
-    stored = len(ids)
-    for start in range(stored, count, BATCH):
-        with store_db.write_transaction(memory.db):
-            for n in range(start, min(count, start + BATCH)):
-                at = rng.randrange(len(lines) - TOOL_LINES)
-                moment = now - 50 * DAY + (n - stored) * 40.0
-                if n % 10 < 4:
-                    capture.add_user_turn(memory.db, owner, prompt=f"why does {lines[at].strip()[:80]} fail?",
-                                          prompt_id=f"p{n}", origin="user", now=moment)
-                elif n % 10 < 7:
-                    capture.add_assistant_message(memory.db, owner, message_id=f"m{n}",
-                                                  text="\n".join(lines[at:at + 5]), now=moment)
-                else:
-                    capture.add_tool_call(
-                        memory.db, owner, tool_name="Bash", tool_use_id=f"t{n}",
-                        tool_input={"command": f"sed -n {at},{at + TOOL_LINES}p src/module_{n % 97}.py"},
-                        response={"stdout": "\n".join(lines[at:at + TOOL_LINES]), "stderr": "",
-                                  "interrupted": False},
-                        error=None, agent_id=None, now=moment,
-                    )
+    # Later work, every 40 s from 50 days ago.
+    add_filler(memory, range(len(ids), count), source_lines(), when=lambda n: now - 50 * DAY + (n - len(ids)) * 40.0)
     began = time.perf_counter()
     while queries.catch_up_fts(memory.db, batch=5000):
         pass
