@@ -240,6 +240,7 @@ def test_a_question_naming_an_edit_puts_the_edit_above_reads_and_runs_of_the_sam
     # match "the diff where we stopped retrying on 404" by the file's every word, the edit (2) by a few.
     assert role_of("tool", "Read", None) == "read" and role_of("tool", "Edit", None) == "change"
     assert role_of("tool", "Bash", "git diff src/retry.py") == "change" and role_of("tool", "Bash", "pytest") == "run"
+    assert role_of("tool", "Bash", "cat src/retry.py") == "read"
     assert role_of("tool", "Grep", None) == "tool" and role_of("assistant", None, None) == "assistant"
     lexical = LexicalCandidates({1: 6.0, 2: 4.0, 3: 5.0}, total=15.0, squares=77.0, corpus=100, cut=False)
     roles = {1: role_of("tool", "Read", None), 2: role_of("tool", "Edit", None), 3: role_of("tool", "Bash", "pytest")}

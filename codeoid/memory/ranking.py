@@ -187,6 +187,7 @@ _CHANGE_TOOLS = frozenset({"Edit", "MultiEdit", "Write", "NotebookEdit", "apply_
 _READ_TOOLS = frozenset({"Read", "read_file", "read_many_files"})
 _RUN_TOOLS = frozenset({"Bash", "shell", "exec_command", "run_shell_command"})
 _SHOWS_A_CHANGE = re.compile(r"\s*git\s+(diff|show)\b")
+_PRINTS_A_FILE = re.compile(r"\s*cat\s")  # as `recall_file` counts a read
 TOOL_ROLES = frozenset({"change", "read", "run", "tool"})
 
 
@@ -198,12 +199,12 @@ def query_roles(query: str) -> set[str]:
 
 def role_of(kind: str, tool_name: str | None, command: str | None) -> str:
     """An episode's role for `query_roles`: its kind for a prompt or an answer, what it did for a tool call (a
-    `git diff` or `git show` shows a change)."""
+    `git diff` or `git show` shows a change, a `cat` reads)."""
     if kind != "tool":
         return kind
     if tool_name in _CHANGE_TOOLS or (tool_name in _RUN_TOOLS and _SHOWS_A_CHANGE.match(command or "")):
         return "change"
-    if tool_name in _READ_TOOLS:
+    if tool_name in _READ_TOOLS or (tool_name in _RUN_TOOLS and _PRINTS_A_FILE.match(command or "")):
         return "read"
     return "run" if tool_name in _RUN_TOOLS else "tool"
 
