@@ -24,6 +24,24 @@ def executable(name: str) -> str:
     return str(path)
 
 
+@pytest.fixture(autouse=True)
+def no_memory_service_outlives_its_test(tmp_path: Path) -> Iterator[None]:
+    """Stop the memory services a test started (through a hook, `codeoid-mcp` or the CLI, in its own folder): left
+    alone, each idles on for ten minutes with the model loaded, and a suite run leaves dozens behind it."""
+    yield
+    import psutil
+
+    mine = []
+    for process in psutil.process_iter(["cmdline"]):
+        words = process.info["cmdline"] or []
+        if "codeoid.service.daemon" in words and any(str(tmp_path) in word for word in words):
+            mine.append(process)
+            process.terminate()
+    _, alive = psutil.wait_procs(mine, timeout=20)
+    for process in alive:
+        process.kill()
+
+
 @pytest.fixture
 def codeoid_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     home = tmp_path / "codeoid-home"
