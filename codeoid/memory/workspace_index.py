@@ -57,8 +57,12 @@ def build(db: sqlite3.Connection, workspace_id: int, *, vectors: VectorIndex | N
     """Gather the facts, render the text and save it; the stored version (unchanged if the text is).
     `keep_topics`: the stored index's topics stand while they are current enough (the background builder's
     rebuilds); else they are found anew."""
-    previous = stored_index.latest(db, workspace_id) if keep_topics else None
-    facts = gather(db, workspace_id, vectors=vectors, previous=json.loads(previous.facts) if previous else None)
+    stored = stored_index.latest(db, workspace_id) if keep_topics else None
+    try:
+        previous = json.loads(stored.facts) if stored else None
+    except ValueError:  # unreadable facts lend nothing: the topics are found anew
+        previous = None
+    facts = gather(db, workspace_id, vectors=vectors, previous=previous if isinstance(previous, dict) else None)
     return stored_index.save(db, workspace_id, body=render_body(facts), facts=_dump(facts),
                              now=time.time() if now is None else now)
 
