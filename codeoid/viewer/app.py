@@ -43,7 +43,7 @@ def own_hosts(port: int) -> frozenset[str]:
 
 
 def create_app(token: str, *, port: int, data_dir: Path, project_dir: Path, allow_retract: bool = False
-               ) -> Starlette:
+               ) -> ASGIApp:
     """The viewer for the store in `data_dir`, served on 127.0.0.1:`port` under `/<token>/`; with `allow_retract`,
     episode pages can retract their episode (a POST from the viewer's own pages only)."""
     links = Links(token)
