@@ -121,7 +121,8 @@ def forget(episodes: tuple[str, ...], vacuum: bool) -> None:
     """Delete episodes for good (no undo, unlike retract).
 
     EPISODES are ids or ranges such as 40-45: their text, input, response, raw output, full-text entries and
-    vectors go. A tombstone (id, time, "forgotten") keeps the timeline in order.
+    vectors go (from a team's Chroma server too: what its own files keep is said). A tombstone (id, time,
+    "forgotten") keeps the timeline in order.
     """
     ids = _episode_ids(episodes)
     with open_store() as db:
@@ -137,6 +138,15 @@ def forget(episodes: tuple[str, ...], vacuum: bool) -> None:
         click.echo("vacuumed the store: no free page keeps old bytes")
     for note in done.notes:
         click.echo(note, err=True)
+    if done.episode_ids:
+        from codeoid.memory.forgetting import remove_vectors_now
+
+        with open_store() as db:
+            purged = remove_vectors_now(db, done.episode_ids)
+        for line in purged.said:
+            click.echo(line)
+        for note in purged.notes:
+            click.echo(f"not purged: {note}", err=True)
     untouched = sorted(set(ids) - set(done.episode_ids))
     if untouched:
         click.echo(f"left as they were (already forgotten or not stored): {', '.join(map(str, untouched))}", err=True)

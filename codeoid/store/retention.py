@@ -9,9 +9,11 @@ swept after a grace period (corrupt databases moved aside are never swept). `pla
 and vacuums so the file really shrinks.
 
 `forget` is different in kind: it deletes an episode's text, input, response, raw output and FTS entries for
-good (with `secure_delete`, the FTS index merged so no segment keeps the old terms, the WAL truncated) and queues
-its vectors for removal, leaving a tombstone row (id, time, kind, session, summary "forgotten") so the timeline
-stays consistent and a replayed hook cannot bring it back. `retract` stays the undoable hide.
+good (with `secure_delete`, the FTS index merged so no segment keeps the old terms, the WAL truncated), drops the
+prebuilt workspace index that may quote it, and queues its vectors for removal (`codeoid forget` removes them from
+Chroma at once, `codeoid.memory.forgetting`), leaving a tombstone row (id, time, kind, session, summary
+"forgotten") so the timeline stays consistent and a replayed hook cannot bring it back. `retract` stays the
+undoable hide.
 """
 
 from __future__ import annotations
@@ -281,6 +283,11 @@ def forget(db: sqlite3.Connection, episode_ids: list[int], *, vacuum: bool = Fal
         # The neighbour index holds copies of the text in the rows around each one: rebuilt now, not at the
         # next search.
         context_index.rebuild_around(db, [int(episode_id) for episode_id, _ in rows])
+        # The prebuilt workspace index (and what each window was shown of it) may quote the text in a topic or a
+        # session's one-liner: dropped, for the builder to make again from what is left.
+        workspaces = f"SELECT DISTINCT workspace_id FROM episodes WHERE id IN ({marks})"
+        db.execute(f"DELETE FROM workspace_index WHERE workspace_id IN ({workspaces})", episode_ids)
+        db.execute(f"DELETE FROM workspace_index_views WHERE workspace_id IN ({workspaces})", episode_ids)
     notes: list[str] = []
     if rows:
         with write_transaction(db):
