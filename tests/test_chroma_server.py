@@ -412,3 +412,16 @@ def test_a_second_local_user_without_the_token_cannot_list_read_or_add_on_a_team
     assert {what: answer[:3] for what, answer in tried.items()} == {"list": "401", "read": "401", "add": "401"}
     assert all("vault" not in answer for answer in tried.values())
     assert index.count(WORKSPACE) == 1 and [hit.store for hit in index.query("deploy key", WORKSPACE, n=5)] == [STORE]
+
+
+def test_on_a_team_server_other_stores_never_crowd_this_stores_own_hits_out(home: Path,
+                                                                           team_chroma: TeamChroma) -> None:
+    ours = VectorIndex(store=STORE, url=team_chroma.url, token=team_chroma.token)
+    theirs = VectorIndex(store="c3" * 16, url=team_chroma.url, token=team_chroma.token)
+    theirs.add_chunks(WORKSPACE, [Chunk(n, 0, 1, 1, f"the deploy to staging failed at step {n}") for n in range(20)])
+    ours.add_chunks(WORKSPACE, [Chunk(1, 0, 1, 1, "rollout notes: the canary went out on tuesday")])
+
+    hits = ours.query("why did the staging deploy fail?", WORKSPACE, n=3)
+
+    assert [hit.episode_id for hit in hits if hit.store == STORE] == [1]  # alone, it would get the same
+    assert sum(hit.store == "c3" * 16 for hit in hits) == 3

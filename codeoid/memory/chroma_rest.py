@@ -120,10 +120,14 @@ def count(endpoint: Endpoint, collection: Collection) -> int:
     return body
 
 
-def nearest(endpoint: Endpoint, collection: Collection, vector: Sequence[float], n: int) -> list[Neighbour]:
-    """The `n` chunks nearest to `vector`, nearest first."""
-    body = _object(*_on(endpoint, collection, "query", {
-        "query_embeddings": [list(vector)], "n_results": n, "include": ["documents", "metadatas", "distances"]}))
+def nearest(endpoint: Endpoint, collection: Collection, vector: Sequence[float], n: int,
+            where: Mapping[str, object] | None = None) -> list[Neighbour]:
+    """The `n` chunks nearest to `vector` (among those whose metadata match `where`), nearest first."""
+    payload: dict[str, Any] = {"query_embeddings": [list(vector)], "n_results": n,
+                               "include": ["documents", "metadatas", "distances"]}
+    if where is not None:
+        payload["where"] = dict(where)
+    body = _object(*_on(endpoint, collection, "query", payload))
     metadatas = (body.get("metadatas") or [[]])[0] or []
     distances = (body.get("distances") or [[]])[0] or []
     documents = (body.get("documents") or [[]])[0] or [None] * len(metadatas)  # a collection that keeps no text

@@ -86,12 +86,15 @@ def remote_url() -> str | None:
 SHARED_HITS_ENV = "CODEOID_SHARED_HITS"
 
 
+def shared_hits_wanted() -> bool:
+    """`CODEOID_SHARED_HITS`: on unless set to off."""
+    return os.environ.get(SHARED_HITS_ENV, "on").strip().lower() not in ("off", "0", "false", "no")
+
+
 def shared_hits_enabled() -> bool:
     """Whether recall shows chunks other stores put on the team server (labelled as theirs): only on the team
     route, and `CODEOID_SHARED_HITS=off` turns them off. The local server is this store's alone."""
-    if remote_url() is None:
-        return False
-    return os.environ.get(SHARED_HITS_ENV, "on").strip().lower() not in ("off", "0", "false", "no")
+    return remote_url() is not None and shared_hits_wanted()
 
 
 def remote_token() -> str | None:

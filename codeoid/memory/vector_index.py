@@ -142,14 +142,26 @@ class VectorIndex:
         """The `n` chunks of `workspace` nearest to `text` (or to its `embedding`, when the caller has it),
         nearest first (empty for an unknown workspace), of every store that shares the collection: `hit.store`
         tells this store's from a teammate's. The query is embedded by the embedder the collection records.
-        `hit.document` is the chunk's text on a team's server, empty on the local one (the store has it)."""
+        `hit.document` is the chunk's text on a team's server, empty on the local one (the store has it).
+
+        On a team's server this store's `n` nearest and the others' `n` nearest are asked apart (and merged by
+        distance), so teammates' chunks never crowd this store's own out of its recall: with several stores
+        writing to one collection, each store's own hits are the ones it would get alone. The others' are not
+        asked at all with `CODEOID_SHARED_HITS=off`."""
         if n < 1:
             return []
 
         def nearest(target: Endpoint, collection: chroma_rest.Collection) -> list[Hit]:
             vector = list(embedding) if embedding is not None else collection.embedder.embed([text])[0].tolist()
-            return [_hit(near.metadata, near.document, near.distance)
-                    for near in chroma_rest.nearest(target, collection, vector, n)]
+            if not keeps_text(target):  # the local server holds this store's chunks alone
+                found = chroma_rest.nearest(target, collection, vector, n)
+            else:
+                found = chroma_rest.nearest(target, collection, vector, n, where={"store": self.store})
+                if chroma_server.shared_hits_wanted():
+                    found += chroma_rest.nearest(target, collection, vector, n,
+                                                 where={"store": {"$ne": self.store}})
+                found.sort(key=lambda near: near.distance)
+            return [_hit(near.metadata, near.document, near.distance) for near in found]
 
         try:
             return self._with_collection(workspace, nearest, create=False) or []
