@@ -346,8 +346,8 @@ SECOND_UID = 65534  # nobody
 
 def as_second_user(code: str) -> dict[str, str]:
     """Run `code` (standard library only) as another local user, not root; what it printed, as JSON."""
-    if os.geteuid() != 0 or shutil.which("setpriv") is None:
-        pytest.skip("needs root and setpriv to act as a second local user")
+    if os.geteuid() != 0 or shutil.which("setpriv") is None or not os.access("/usr/bin/python3", os.X_OK):
+        pytest.skip("needs root, setpriv and /usr/bin/python3 to act as a second local user")
     done = subprocess.run(["setpriv", f"--reuid={SECOND_UID}", f"--regid={SECOND_UID}", "--clear-groups",
                            "/usr/bin/python3", "-c", textwrap.dedent(code)],
                           capture_output=True, text=True, timeout=60, cwd="/")
@@ -425,3 +425,27 @@ def test_on_a_team_server_other_stores_never_crowd_this_stores_own_hits_out(home
 
     assert [hit.episode_id for hit in hits if hit.store == STORE] == [1]  # alone, it would get the same
     assert sum(hit.store == "c3" * 16 for hit in hits) == 3
+
+
+def test_a_chroma_run_an_older_codeoid_left_on_a_tcp_port_is_ended_and_replaced(home: Path) -> None:
+    """An upgrade must not keep using the old server every local user can open."""
+    state = home / "chroma-server"
+    state.mkdir(parents=True, mode=0o700)
+    port = free_port()
+    old = subprocess.Popen([os.path.join(os.path.dirname(sys.executable), "chroma"), "run", "--host", "127.0.0.1",
+                            "--port", str(port), "--path", str(home / "chroma")], stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        assert wait_until(lambda: chroma_server.heartbeat(Endpoint(f"http://127.0.0.1:{port}")), timeout=120)
+        started = psutil.Process(old.pid).create_time()
+        (state / "server.json").write_text(json.dumps({  # as codeoid wrote it before issue 25
+            "url": f"http://127.0.0.1:{port}", "port": port, "watchdog_pid": old.pid, "watchdog_started": started,
+            "chroma_pid": old.pid, "chroma_started": started, "data_path": str(home / "chroma")}))
+
+        info = chroma_server.ensure_server()
+
+        assert info.url.startswith("unix:") and old.wait(timeout=60) is not None
+        assert not chroma_server.heartbeat(Endpoint(f"http://127.0.0.1:{port}"))
+    finally:
+        if old.poll() is None:
+            old.kill()
