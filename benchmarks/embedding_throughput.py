@@ -103,9 +103,7 @@ def query_latency(vectors: int, queries: int) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as home:
         os.environ["CODEOID_HOME"] = home
         os.environ.pop("CODEOID_CHROMA_URL", None)
-        import chromadb
-
-        from codeoid.memory import chroma_server
+        from codeoid.memory import chroma_rest, chroma_server
         from codeoid.memory.vector_index import Chunk, VectorIndex, collection_name
 
         try:
@@ -116,17 +114,18 @@ def query_latency(vectors: int, queries: int) -> dict[str, float]:
             real = [Chunk(i, n, 1, 1, chunk) for i, (_, text) in enumerate(made)
                     for n, chunk in enumerate(chunks_of(text, embedder))]
             index.add_chunks(workspace, real)
-            port = int(chroma_server.server_url().rsplit(":", 1)[1])
-            collection = chromadb.HttpClient(host="127.0.0.1", port=port).get_collection(collection_name(workspace))
+            target = chroma_server.endpoint()
+            collection = chroma_rest.open_collection(target, collection_name(workspace, with_text=False))
+            assert collection is not None
             rng = np.random.default_rng(5)
             for start in range(len(real), vectors, 1000):
                 size = min(1000, vectors - start)
                 block = rng.standard_normal((size, embedder.dimension)).astype(np.float32)
                 block /= np.linalg.norm(block, axis=1, keepdims=True)
                 ids = range(100_000 + start, 100_000 + start + size)
-                collection.upsert(
-                    ids=[f"benchmark:{i}:0" for i in ids], embeddings=list(block),
-                    documents=[f"synthetic chunk {i}" for i in ids],
+                chroma_rest.upsert(
+                    target, collection, ids=[f"benchmark:{i}:0" for i in ids], embeddings=block.tolist(),
+                    documents=None,
                     metadatas=[{"store": "benchmark", "episode_id": i, "chunk": 0, "start_line": 1, "end_line": 1}
                                for i in ids],
                 )
@@ -140,7 +139,7 @@ def query_latency(vectors: int, queries: int) -> dict[str, float]:
                 full.append((time.perf_counter() - start_time) * 1000)
                 vector = embedder.embed([question])
                 start_time = time.perf_counter()
-                collection.query(query_embeddings=list(vector), n_results=10)
+                chroma_rest.nearest(target, collection, vector[0].tolist(), 10)
                 search.append((time.perf_counter() - start_time) * 1000)
         finally:
             chroma_server.stop_server()

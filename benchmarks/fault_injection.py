@@ -2,10 +2,12 @@
 
     .venv/bin/python benchmarks/fault_injection.py [--writers 8 --events 250] [--markdown]
 
-Each scenario runs the real `codeoid-hook` executable in fresh processes against a fresh data dir, then counts,
-for the events it sent: how many are in the store, how many wait in the spool (kept, to be replayed), how many
-were moved to the quarantine (kept, not applied), and how many are lost, split into those the loss ring counted
-and those nobody counted (which must be 0). Scenarios:
+Each scenario runs the real `codeoid-hook` executable in fresh processes against a fresh data dir, then accounts
+for every event it sent, by its id (tool_use_id, prompt_id, or the assistant text): in the store, waiting in the
+spool (an entry file, never an unfinished `.tmp`), moved to the quarantine (kept, not applied), lost and named in
+the loss ring, or sent to a hook the scenario killed that never landed it (as Claude Code's timeout would); an
+event in none of these is unaccounted, which must be 0. Every hook that was not killed must exit 0 with stdout
+empty or one JSON object (what Claude Code parses); any other is counted. Scenarios:
 
 - concurrency: W writers x N events at once, every key sent twice (duplicates must not become episodes);
 - hostile input: malformed JSON, wrong types, lone surrogates, 10 MB fields, FIFO and device transcripts;
@@ -13,7 +15,10 @@ and those nobody counted (which must be 0). Scenarios:
   Claude Code; what matters is that the store stays intact and nothing else is lost);
 - poisoned spool: Stop events with a FIFO transcript spooled while the store is locked, then normal traffic;
 - full disk: the data dir on a 16 MB tmpfs, filled, then more events than the spool reserve holds (needs root
-  to mount; reported as skipped otherwise).
+  to mount; reported as skipped otherwise); then the disk freed and traffic resumed: the spooled events must be
+  replayed into the store.
+A last check acts as a second local user (uid 65534 through setpriv, as root): it must not read or write any file
+of the data dir, nor reach the local Chroma server or the memory service.
 """
 
 from __future__ import annotations
@@ -48,21 +53,39 @@ class Tally:
     spooled: int = 0
     quarantined: int = 0
     counted_lost: int = 0
-    killed: int = 0
+    killed_not_landed: int = 0  # sent to a hook the scenario killed, and in none of the places above
+    killed: int = 0  # hooks killed (their events may have landed all the same)
+    unaccounted: list[str] = field(default_factory=list)
+    bad_exits: int = 0  # a hook that was not killed and exited non-zero
+    bad_stdout: int = 0  # a hook whose stdout was neither empty nor one JSON object
+    hooks: int = 0
     slowest_hook_s: float = 0.0
     notes: list[str] = field(default_factory=list)
 
-    @property
-    def uncounted_lost(self) -> int:
-        return max(0, self.sent - self.killed - self.stored - self.spooled - self.quarantined - self.counted_lost)
+
+_outcomes: list[tuple[int, bytes]] = []  # (exit status, stdout) of every hook run to its end
 
 
 def fire(home: Path, event: str, payload: dict[str, Any] | bytes, cwd: Path, **env: str) -> float:
     data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
     started = time.monotonic()
-    subprocess.run([HOOK, event], input=data, capture_output=True, cwd=cwd, timeout=HOOK_TIMEOUT * 3,
-                   env={**os.environ, "CODEOID_HOME": str(home), **env})
+    done = subprocess.run([HOOK, event], input=data, capture_output=True, cwd=cwd, timeout=HOOK_TIMEOUT * 3,
+                          env={**os.environ, "CODEOID_HOME": str(home), **env})
+    _outcomes.append((done.returncode, done.stdout))
     return time.monotonic() - started
+
+
+def judge_hooks(tally: Tally) -> None:
+    """Exit status 0 and stdout empty or one JSON object, for every hook run to its end since the last call."""
+    for status, stdout in _outcomes:
+        tally.hooks += 1
+        tally.bad_exits += status != 0
+        if stdout.strip():
+            try:
+                tally.bad_stdout += not isinstance(json.loads(stdout), dict)
+            except ValueError:
+                tally.bad_stdout += 1
+    _outcomes.clear()
 
 
 def tool_call(key: str, output: str) -> dict[str, Any]:
@@ -76,31 +99,42 @@ def prompt(key: str, **extra: Any) -> dict[str, Any]:
             "prompt_id": key, **extra}
 
 
-def count(home: Path, tally: Tally, keys: set[str]) -> None:
-    """Fill in where each sent key ended up."""
+def count(home: Path, tally: Tally, keys: set[str], killed: set[str] = frozenset()) -> None:  # type: ignore[assignment]
+    """Account for each sent key, by id, in the first place that holds it; `killed` are the keys sent to hooks the
+    scenario killed. Also judges the hooks run since the last count."""
     with closing(sqlite3.connect(home / "store.db")) as db:
         stored = {row[0] for row in db.execute("SELECT coalesce(tool_use_id, prompt_id, message_id) FROM episodes")}
+        stored |= {row[0] for row in db.execute("SELECT text FROM episodes WHERE kind = 'assistant'")}
         assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
         duplicates = db.execute("SELECT count(*) - count(DISTINCT coalesce(tool_use_id, prompt_id, message_id))"
                                 " FROM episodes").fetchone()[0]
     if duplicates:
         tally.notes.append(f"{duplicates} duplicate episodes")
-    tally.stored = len(keys & stored)
 
-    def mentions(directory: Path) -> set[str]:
-        found = set()
-        for path in directory.glob("*") if directory.is_dir() else []:
+    def mentions(directory: Path, suffixes: tuple[str, ...] | None, among: set[str]) -> set[str]:
+        found: set[str] = set()
+        for path in sorted(directory.glob("*")) if directory.is_dir() else []:
+            if suffixes is not None and not path.name.endswith(suffixes):
+                continue
             body = path.read_bytes()
-            found |= {key for key in keys - stored if key.encode() in body}
+            found |= {key for key in among if key.encode() in body}
         return found
 
-    spooled = mentions(home / "spool")
-    tally.spooled = len(spooled)
-    tally.quarantined = len(mentions(home / "quarantine") - spooled)
+    left = keys - stored
+    spooled = mentions(home / "spool", (".event.json", ".claimed"), left)  # an unfinished .tmp holds no event
+    quarantined = mentions(home / "quarantine", None, left - spooled)
     ring = home / "logs" / "lost.ring"
+    named = set()
     if ring.exists():
-        header = ring.read_bytes()[:64]
-        tally.counted_lost = int(header.split()[1]) if header.startswith(b"codeoid-lost ") else 0
+        from codeoid.capture import loss_ring
+
+        _, lines = loss_ring.losses(str(ring))
+        named = {key for key in left - spooled - quarantined for line in lines if f" {key} " in f" {line} "}
+    rest = left - spooled - quarantined - named
+    tally.stored, tally.spooled, tally.quarantined = len(keys & stored), len(spooled), len(quarantined)
+    tally.counted_lost, tally.killed_not_landed = len(named), len(rest & killed)
+    tally.unaccounted = sorted(rest - killed)
+    judge_hooks(tally)
 
 
 def project_dir(root: Path) -> Path:
@@ -157,6 +191,7 @@ def kill_nine(root: Path, rounds: int) -> Tally:
     home, project, tally = root / "home", project_dir(root), Tally("kill -9 mid-write")
     fire(home, "UserPromptSubmit", prompt("k-0"), project)
     keys = {"k-0"}
+    killed: set[str] = set()
     for index in range(rounds):
         key = f"k-{index + 1}"
         keys.add(key)
@@ -173,13 +208,21 @@ def kill_nine(root: Path, rounds: int) -> Tally:
         if process.poll() is None:
             process.send_signal(signal.SIGKILL)
             tally.killed += 1
+            killed.add(key)
         process.wait()
+        if key not in killed:
+            _outcomes.append((process.returncode, b""))
     fire(home, "UserPromptSubmit", prompt("k-last"), project)
     keys.add("k-last")
+    # Later (past the grace of an unfinished spool write): gc sweeps what killed writers left, counting each.
+    for path in (home / "spool").glob("*.tmp"):
+        os.utime(path, (time.time() - 3600, time.time() - 3600))
+    swept = subprocess.run([str(Path(HOOK).with_name("codeoid")), "gc", "--apply"], capture_output=True, text=True,
+                           cwd=project, env={**os.environ, "CODEOID_HOME": str(home), "CODEOID_VECTOR": "off"})
+    if swept.returncode != 0:
+        tally.notes.append(f"gc failed: {swept.stderr.strip()}")
     tally.sent = len(keys)
-    count(home, tally, keys)
-    # A killed hook's own event may be gone (or may have landed): count only what was not killed as lost.
-    tally.killed = max(0, min(tally.killed, tally.sent - tally.stored - tally.spooled - tally.quarantined))
+    count(home, tally, keys, killed)
     return tally
 
 
@@ -210,10 +253,7 @@ def poisoned_spool(root: Path, entries: int, after: int) -> Tally:
         slowest = max(slowest, fire(home, "UserPromptSubmit", prompt(key), project))
     tally.slowest_hook_s = slowest
     tally.sent = len(keys)
-    with closing(sqlite3.connect(home / "store.db")) as db:
-        texts = {row[0] for row in db.execute("SELECT text FROM episodes WHERE kind = 'assistant'")}
     count(home, tally, keys)
-    tally.stored += len({key for key in keys if key.startswith("s-stop-")} & texts)
     return tally
 
 
@@ -247,9 +287,74 @@ def full_disk(root: Path, events: int) -> Tally:
         tally.sent = len(keys)
         count(home, tally, keys)
         tally.notes.append("lost only with no room even for the spool, and every one counted in the loss ring")
+        freed = Tally("full disk, then freed")
+        (mountpoint / "filler").unlink()
+        for index in range(5):
+            key = f"d-after-{index}"
+            keys.add(key)
+            freed.slowest_hook_s = max(freed.slowest_hook_s, fire(home, "UserPromptSubmit", prompt(key), project))
+        freed.sent = len(keys)
+        count(home, freed, keys)
+        if freed.spooled:
+            freed.notes.append(f"{freed.spooled} still spooled after the disk was freed")
+        tally.notes.append(f"then freed: {freed.stored} stored, {freed.spooled} spooled")
+        _extra.append(freed)
     finally:
         subprocess.run(["umount", str(mountpoint)], check=False)
     return tally
+
+
+_extra: list[Tally] = []  # rows a scenario adds after its own (the full disk, freed)
+
+
+def second_user(root: Path) -> list[tuple[str, str]]:
+    """As uid 65534, try every way into a data dir with a running local Chroma server and memory service."""
+    if os.geteuid() != 0 or shutil.which("setpriv") is None:
+        return [("second local user", "skipped: needs root and setpriv")]
+    home, project = root / "home", project_dir(root)
+    fire(home, "UserPromptSubmit", prompt("u-0"), project)
+    env = {**os.environ, "CODEOID_HOME": str(home)}
+    started = subprocess.run([sys.executable, "-c", "from codeoid.memory import chroma_server; "
+                              "from codeoid.service import lifecycle; "
+                              "print(chroma_server.ensure_server().socket); print(lifecycle.ensure_service().socket)"],
+                             capture_output=True, text=True, env=env, timeout=300)
+    if started.returncode != 0:
+        return [("second local user", f"skipped: the servers did not start ({started.stderr.strip()[-200:]})")]
+    chroma_socket, service_socket = started.stdout.split()
+    try:
+        for directory in [home, *[path for path in home.rglob("*") if path.is_dir()]]:
+            directory.chmod(0o755)  # even with every directory opened up, each file and socket must hold
+        files = [str(path) for path in sorted(home.rglob("*")) if path.is_file()]
+        probe = (
+            "import json, socket\n"
+            "tried = []\n"
+            f"for path in {files!r}:\n"
+            "    for mode in ('rb', 'ab'):\n"
+            "        try:\n"
+            "            open(path, mode).close(); tried.append([f'{mode} ' + path, 'OPENED'])\n"
+            "        except OSError as error:\n"
+            "            tried.append([f'{mode} ' + path, type(error).__name__])\n"
+            f"for path in {[chroma_socket, service_socket]!r}:\n"
+            "    try:\n"
+            "        with socket.socket(socket.AF_UNIX) as client: client.connect(path)\n"
+            "        tried.append(['connect ' + path, 'CONNECTED'])\n"
+            "    except OSError as error:\n"
+            "        tried.append(['connect ' + path, type(error).__name__])\n"
+            "print(json.dumps(tried))\n")
+        done = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3",
+                               "-c", probe], capture_output=True, text=True, timeout=120, cwd="/")
+        tried = json.loads(done.stdout) if done.returncode == 0 else [["probe", done.stderr.strip()[-200:]]]
+        import psutil
+
+        ports = [connection.laddr.port for process in psutil.process_iter(["cmdline"])
+                 if any(str(home) in part for part in (process.info["cmdline"] or []))
+                 for connection in process.net_connections("inet")]
+        tried.append(["TCP ports of the data dir's processes", f"{len(ports)} open"])
+        return [(what, result) for what, result in tried]
+    finally:
+        subprocess.run([sys.executable, "-c", "from codeoid.memory import chroma_server; "
+                        "from codeoid.service import lifecycle; chroma_server.stop_server(); lifecycle.stop_service()"],
+                       env=env, timeout=120, capture_output=True)
 
 
 def main() -> None:
@@ -272,13 +377,21 @@ def main() -> None:
         root = Path(tempfile.mkdtemp(prefix="codeoid-faults-"))
         try:
             tallies.append(scenario(root))
+            tallies += _extra
+            _extra.clear()
         finally:
             shutil.rmtree(root, ignore_errors=True)
         print(tallies[-1], file=sys.stderr)
-    header = ["scenario", "sent", "stored", "spooled", "quarantined", "lost (counted)", "lost (uncounted)",
-              "killed mid-write", "slowest hook s"]
-    rows = [[t.scenario, t.sent, t.stored, t.spooled, t.quarantined, t.counted_lost, t.uncounted_lost, t.killed,
-             f"{t.slowest_hook_s:.2f}"] for t in tallies]
+    root = Path(tempfile.mkdtemp(prefix="codeoid-faults-"))
+    try:
+        access = second_user(root)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    header = ["scenario", "sent", "stored", "spooled", "quarantined", "lost, counted by id",
+              "killed hook, not landed", "unaccounted", "hooks killed", "bad exit / stdout", "slowest hook s"]
+    rows = [[t.scenario, t.sent, t.stored, t.spooled, t.quarantined, t.counted_lost, t.killed_not_landed,
+             len(t.unaccounted), t.killed, f"{t.bad_exits} / {t.bad_stdout} of {t.hooks}", f"{t.slowest_hook_s:.2f}"]
+            for t in tallies]
     if args.markdown:
         print("| " + " | ".join(header) + " |")
         print("| --- |" + " ---: |" * (len(header) - 1))
@@ -290,6 +403,16 @@ def main() -> None:
     for tally in tallies:
         for note in tally.notes:
             print(f"{tally.scenario}: {note}")
+        if tally.unaccounted:
+            print(f"{tally.scenario}: UNACCOUNTED {tally.unaccounted[:20]}")
+    reached = [(what, result) for what, result in access if result in ("OPENED", "CONNECTED")
+               or (what.startswith("TCP") and not result.startswith("0 "))]
+    print(f"\nsecond local user (uid 65534): {len(access)} attempts (every file of the data dir opened for reading "
+          f"and for writing, both sockets, the TCP ports), {len(reached)} got through" + (
+              f": {reached}" if reached else "") + (f"; {access[0][1]}" if access and access[0][1].startswith("skip")
+                                                    else ""))
+    if any(t.unaccounted or t.bad_exits or t.bad_stdout for t in tallies) or reached:
+        raise SystemExit(1)
 
 
 if __name__ == "__main__":

@@ -107,9 +107,7 @@ def kept_store(place: Path) -> Any:
 
 def fill_vectors(memory: Any, newest: int) -> None:
     """One unit vector per episode in the workspace's collection, and the watermark that says they are there."""
-    import chromadb
-
-    from codeoid.memory import chroma_server, corpus_stats
+    from codeoid.memory import chroma_rest, chroma_server, corpus_stats
     from codeoid.memory.embedding import default_embedder
     from codeoid.memory.vector_index import Chunk, VectorIndex, collection_name, workspace_index_id
     from codeoid.store import queries
@@ -119,8 +117,9 @@ def fill_vectors(memory: Any, newest: int) -> None:
     workspace = workspace_index_id(*queries.workspace_ids(memory.db, workspace_id))
     store = store_id(memory.db)
     VectorIndex(store=store).add_chunks(workspace, [Chunk(1, 0, 1, 1, "a first real chunk creates the collection")])
-    port = int(chroma_server.server_url().rsplit(":", 1)[1])
-    collection = chromadb.HttpClient(host="127.0.0.1", port=port).get_collection(collection_name(workspace))
+    target = chroma_server.endpoint()
+    collection = chroma_rest.open_collection(target, collection_name(workspace, with_text=False))
+    assert collection is not None
     dimension = default_embedder().dimension
     rng = np.random.default_rng(5)
     for start in range(1, newest + 1, 1000):
@@ -128,10 +127,10 @@ def fill_vectors(memory: Any, newest: int) -> None:
         ids = range(start, min(newest, start + 999) + 1)
         block = rng.standard_normal((len(ids), dimension)).astype(np.float32)
         block /= np.linalg.norm(block, axis=1, keepdims=True)
-        collection.upsert(ids=[f"{store}:{i}:0" for i in ids], embeddings=list(block),
-                          documents=[f"episode {i}" for i in ids],
-                          metadatas=[{"store": store, "episode_id": i, "chunk": 0, "start_line": 1, "end_line": 1}
-                                     for i in ids])
+        chroma_rest.upsert(target, collection, ids=[f"{store}:{i}:0" for i in ids], embeddings=block.tolist(),
+                           documents=None,
+                           metadatas=[{"store": store, "episode_id": i, "chunk": 0, "start_line": 1, "end_line": 1}
+                                      for i in ids])
         corpus_stats.add(memory.db, workspace, block.tolist())  # as the indexer keeps them
     memory.db.execute("UPDATE vector_progress SET indexed_upto = ?, claimed_upto = ?", (newest, newest))
 

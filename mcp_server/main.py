@@ -102,6 +102,7 @@ def _start_gc() -> None:
 
     def run() -> None:
         from codeoid import paths
+        from codeoid.capture import spool
         from codeoid.log import log
         from codeoid.store import db as store_db
         from codeoid.store import retention
@@ -111,6 +112,10 @@ def _start_gc() -> None:
         while not stop.wait(wait):
             wait = interval
             try:
+                swept = spool.sweep_orphans()
+                if swept.removed or swept.rescued:
+                    log("gc", f"background gc: {swept.removed} unfinished spool writes removed (counted lost), "
+                              f"{swept.rescued} rescued for replay")
                 db = store_db.connect()
                 try:
                     outcome = retention.collect(db, paths.data_dir())

@@ -16,6 +16,60 @@ import pytest
 BIN_DIR = Path(sys.executable).parent
 
 
+class TeamChroma:
+    """A team's Chroma server stand-in: codeoid's own server on a TCP port of 127.0.0.1, with a token."""
+
+    def __init__(self, root: Path) -> None:
+        import secrets
+        import socket
+        import time
+
+        from codeoid.memory.chroma_http import Endpoint, heartbeat
+
+        root.mkdir(parents=True, exist_ok=True)
+        self.token = secrets.token_urlsafe(24)
+        self.token_file = root / "team-token"
+        self.token_file.write_text(self.token)
+        self.token_file.chmod(0o600)
+        self.path = root / "team-chroma"
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            self.port = int(probe.getsockname()[1])
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log = (root / "team-chroma.log").open("wb")
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "codeoid.memory.chroma_serve", "--port", str(self.port), "--path", str(self.path),
+             "--token-file", str(self.token_file)], stdout=self.log, stderr=subprocess.STDOUT,
+            start_new_session=True)
+        self.endpoint = Endpoint(self.url, self.token)
+        deadline = time.monotonic() + 120
+        while not heartbeat(self.endpoint, timeout=1.0):
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                self.close()
+                log = (root / "team-chroma.log").read_text()
+                raise AssertionError(f"the team Chroma stand-in did not start: {log}")
+            time.sleep(0.1)
+
+    def env(self) -> dict[str, str]:
+        """What a teammate's codeoid is configured with to use it."""
+        return {"CODEOID_CHROMA_URL": self.url, "CODEOID_CHROMA_TOKEN": self.token}
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(timeout=30)
+        self.log.close()
+
+
+@pytest.fixture
+def team_chroma(tmp_path: Path) -> Iterator[TeamChroma]:
+    server = TeamChroma(tmp_path / "team")
+    try:
+        yield server
+    finally:
+        server.close()
+
+
 def executable(name: str) -> str:
     """An installed entry point of this environment, by absolute path, as Claude Code would run it."""
     path = BIN_DIR / name
@@ -36,7 +90,8 @@ def no_memory_service_outlives_its_test(tmp_path: Path) -> Iterator[None]:
 
     for process in psutil.process_iter(["cmdline"]):
         words = process.info["cmdline"] or []
-        if "codeoid.service.daemon" in words and any(str(tmp_path) in word for word in words):
+        ours = ("codeoid.service.daemon", "codeoid.memory.chroma_server", "codeoid.memory.chroma_serve")
+        if any(name in words for name in ours) and any(str(tmp_path) in word for word in words):
             process.kill()
 
 

@@ -13,6 +13,7 @@ import sqlite3
 import stat
 import subprocess
 import sys
+import textwrap
 import threading
 import time
 from collections.abc import Iterator
@@ -745,6 +746,31 @@ def test_a_stale_claim_from_a_killed_process_is_taken_over(codeoid_home: Path, p
     assert spool_entries(codeoid_home) == []
     assert query(codeoid_home, "SELECT prompt_id FROM episodes ORDER BY created_at") == [
         ("p-0",), ("p-1",), ("p-2",), ("p-3",), ("p-4",)]
+
+
+def test_a_claim_of_a_replayer_killed_mid_replay_is_taken_over_at_once(codeoid_home: Path, project: Path,
+                                                                        store_lock: list[StoreLock]) -> None:
+    entries = spool_while_locked(codeoid_home, store_lock, ["p-1", "p-2"], project)
+    # A real replayer claims p-1 the way replay does and is killed (a hook past Claude Code's timeout) before it
+    # commits: its claim is seconds old, not the 60 s after which a claim was presumed dead.
+    replayer = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
+        import sys, time
+        from codeoid.capture import spool
+        claimed = next(spool._claim({str(codeoid_home / "spool")!r}, 1))
+        print(claimed, flush=True)
+        time.sleep(60)
+    """)], stdout=subprocess.PIPE, text=True, env={**os.environ, "CODEOID_HOME": str(codeoid_home)})
+    assert replayer.stdout is not None
+    claimed = Path(replayer.stdout.readline().strip())
+    replayer.kill()
+    replayer.wait()
+    assert claimed.exists() and claimed.name.startswith(entries[0].name)
+
+    fire("UserPromptSubmit", prompt("p-3"), cwd=project)
+
+    assert spool_entries(codeoid_home) == []
+    assert query(codeoid_home, "SELECT prompt_id FROM episodes ORDER BY id") == [
+        ("p-0",), ("p-1",), ("p-2",), ("p-3",)]
 
 
 # ---------------------------------------------------------------- 7. private files

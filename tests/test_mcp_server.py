@@ -325,6 +325,49 @@ def test_get_episode_errors_are_clear_tool_errors(memory: Memory) -> None:
         assert "Traceback" not in result.text
 
 
+def test_bad_arguments_get_a_sentence_not_a_bare_error_and_are_never_echoed_whole(memory: Memory) -> None:
+    short = memory.assistant(memory.backing("bs-1"), "one\ntwo\nthree")
+    raw.store_raw_output(memory.db, "raw-toolu_few", command="ls", stdout=b"a\nb\n", exit_status=0)
+
+    asked = [
+        ("get_episode", {"episode_id": 10**30}),
+        ("get_episode", {"episode_id": "\u00b2"}),  # "²".isdigit() is true, int("²") fails
+        ("get_episode", {"episode_id": "9" * 40}),
+        ("get_episode", {"episode_id": "raw-" + "x" * 100_000}),
+        ("get_episode", {"episode_id": str(short), "lines": "9" * 40}),
+        ("get_episode", {"episode_id": str(short), "lines": "1-" + "9" * 30}),
+        ("get_episode", {"episode_id": str(short), "lines": "9" * 5_000}),  # past int()'s 4,300 digits
+        ("get_episode", {"episode_id": "raw-toolu_few", "start_line": 10**30}),
+        ("recall_file", {"path": "notes\x00.txt"}),
+        ("recall_file", {"path": "x" * 100_000}),
+        ("recall", {"query": "walrus " * 15_000}),
+    ]
+    answers = serve(memory, *asked)
+
+    for (tool, arguments), answer in zip(asked, answers, strict=True):
+        assert answer.is_error, (tool, arguments)
+        said = answer.text.removeprefix(f"Error executing tool {tool}").removeprefix(": ")
+        assert said and "Traceback" not in said, (tool, arguments, answer.text)
+        assert len(answer.text) < 600, (tool, len(answer.text))
+    (huge_id, superscript, past_sqlite, long_raw, many_digits, far_end, too_many_digits, raw_far, nul, long_path,
+     long_query) = answers
+    assert "is not an episode id" in huge_id.text and "is not an episode id" in superscript.text
+    assert "is not an episode id" in past_sqlite.text and "at most 200 characters" in long_raw.text
+    assert "past the end" in many_digits.text and "past the end" in far_end.text and "past the end" in raw_far.text
+    assert "is not a line range" in too_many_digits.text
+    assert "NUL character" in nul.text and "100,000 characters" in long_path.text
+    assert "at most 10,000" in long_query.text
+
+
+def test_a_long_query_within_the_bound_is_echoed_clipped(memory: Memory) -> None:
+    memory.assistant(memory.backing("bs-1"), "the walrus operator in comprehensions")
+
+    found = call(memory, "recall", query="walrus " + "comprehension " * 700)
+
+    assert not found.is_error and "walrus operator" in found.text
+    assert len(found.text) < 4_000 and "characters)" in found.text
+
+
 def test_raw_output_bytes_that_are_not_utf8_are_shown_escaped(memory: Memory, tmp_path: Path) -> None:
     owner = memory.backing("bs-1")
     raw.store_raw_output(memory.db, "raw-toolu_bin", command="cat blob.bin", stdout=b"header ok\nbad \xff\xfe bytes\n",

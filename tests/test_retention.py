@@ -8,6 +8,7 @@ the database file, its WAL or the full-text index, and a tombstone in the timeli
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import time
@@ -18,6 +19,7 @@ import pytest
 from conftest import executable
 from test_mcp_server import Memory, call, git_project, serve
 
+from codeoid.memory import chroma_server
 from codeoid.store import capture, queries, raw, retention
 from codeoid.store import db as store_db
 
@@ -33,6 +35,7 @@ def memory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Memory]:
         yield found
     finally:
         found.db.close()
+        chroma_server.stop_server()  # started by `codeoid forget` to remove vectors
 
 
 def codeoid(memory: Memory, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -154,7 +157,9 @@ def test_forget_deletes_text_raw_fts_and_vectors_for_good_and_leaves_a_tombstone
     fts_hits = memory.db.execute("SELECT count(*) FROM episodes_fts WHERE episodes_fts MATCH ?", (SECRET,))
     assert fts_hits.fetchone() == (0,)
     assert raw.get_raw_output(memory.db, "raw-leak2") is None and raw.get_raw_output(memory.db, raw_id) is None
-    assert {row[0] for row in memory.db.execute("SELECT episode_id FROM vector_removals")} == {pasted, leaked, run}
+    # Their vectors were removed from Chroma at once, not left queued for an indexer.
+    assert "removed the vectors of 3 episode(s) from the local Chroma server" in result.stdout
+    assert memory.db.execute("SELECT count(*) FROM vector_removals").fetchone() == (0,)
     tombstone = queries.get_episode(memory.db, pasted)
     assert tombstone is not None and tombstone["summary"] == "forgotten" and tombstone["text"] == ""
     assert tombstone["forgotten_at"] is not None and tombstone["prompt_id"]  # a replayed hook cannot bring it back
@@ -233,3 +238,81 @@ def test_the_mcp_server_collects_in_the_background_when_the_store_is_over_budget
     assert raw.read_raw_stdout(memory.db, live_raw) == live_stdout  # still over budget, yet the live window is whole
     assert "background gc: 1 raw outputs expired" in (memory.home / "logs" / "codeoid.log").read_text()
     assert live
+
+
+def free_pages(memory: Memory) -> int:
+    return int(memory.db.execute("PRAGMA freelist_count").fetchone()[0])
+
+
+def test_forget_vacuum_after_a_forget_still_vacuums(memory: Memory) -> None:
+    owner = memory.backing("bs-1")
+    episode, _, _ = bash_with_raw(memory, owner, "big")  # 1 MB of raw output: pages to free
+    memory.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    codeoid(memory, "forget", str(episode))
+    assert free_pages(memory) > 0
+    size = (memory.home / "store.db").stat().st_size
+
+    again = codeoid(memory, "forget", str(episode), "--vacuum")
+
+    assert "already forgotten" in again.stderr and "vacuumed the store" in again.stdout
+    assert free_pages(memory) == 0 and (memory.home / "store.db").stat().st_size < size - MB // 2
+
+
+def test_gc_apply_json_says_when_the_data_dir_stays_over_budget(memory: Memory) -> None:
+    bash_with_raw(memory, memory.backing("bs-live"), "live")  # a live window: gc never touches it
+
+    done = json.loads(codeoid(memory, "gc", "--apply", "--json", "--budget", "100KB").stdout)
+
+    assert done["over_budget"] is True and "still over the budget" in done["note"]
+    assert "live windows, which gc never removes" in done["note"]
+    under = json.loads(codeoid(memory, "gc", "--apply", "--json", "--budget", "1GB").stdout)
+    assert under["over_budget"] is False and under["note"] is None
+
+
+def killed_spool_write(home: Path, size: int) -> Path:
+    """What a hook killed while spooling a big result leaves: the head of an entry under a `.tmp` name."""
+    from codeoid.capture import spool
+
+    spool_dir = home / "spool"
+    spool_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    event = spool.SpooledEvent("PostToolUse", {"tool_use_id": "toolu_killed", "tool_response": "x" * size},
+                               {}, time.time())
+    whole = Path(spool.spool_event(event, str(spool_dir)))
+    cut = whole.with_name(whole.name.replace(".event.json", ".tmp"))
+    cut.write_bytes(whole.read_bytes()[: size // 2])
+    whole.unlink()
+    return cut
+
+
+def test_an_unfinished_spool_write_is_not_spool_and_gc_sweeps_it_counting_the_loss(memory: Memory) -> None:
+    from codeoid.capture import loss_ring, spool
+
+    memory.backing("bs-1")
+    cut = killed_spool_write(memory.home, 10 * MB)
+    whole_tmp = killed_spool_write(memory.home, 1000)  # killed between its last write and its rename: whole
+    event = spool.SpooledEvent("UserPromptSubmit", {"prompt_id": "p-rescued", "session_id": "cc-1", "prompt": "hi",
+                                                    "cwd": str(memory.project)}, {}, time.time())
+    entry = Path(spool.spool_event(event, str(memory.home / "spool")))
+    entry.rename(whole_tmp)
+    assert retention.file_sizes(str(memory.home))["unfinished spool writes"] >= 5 * MB
+    assert retention.file_sizes(str(memory.home)).get("spool", 0) < MB
+
+    doctor = codeoid(memory, "doctor", check=False)
+    assert "No events wait in the spool" in doctor.stdout
+    assert "2 unfinished spool write(s)" in doctor.stdout and "unfinished spool writes 5." in doctor.stdout
+    fresh = codeoid(memory, "gc", "--apply")
+    assert cut.exists() and "unfinished spool writes" not in fresh.stdout  # within its grace: maybe still written
+
+    old = time.time() - 2 * spool.ORPHAN_GRACE_SECONDS
+    for path in (cut, whole_tmp):
+        os.utime(path, (old, old))
+    dry = codeoid(memory, "gc")
+    assert "unfinished spool writes to sweep: 2" in dry.stdout and cut.exists()
+    swept = codeoid(memory, "gc", "--apply")
+
+    assert "unfinished spool writes swept: 1 removed" in swept.stdout and "1 rescued for replay" in swept.stdout
+    assert not cut.exists() and not whole_tmp.exists()
+    count, lines = loss_ring.losses(str(memory.home / "logs" / "lost.ring"))
+    assert count == 1 and "PostToolUse toolu_killed its hook was killed while spooling it" in lines[-1]
+    assert spool.backlog(str(memory.home / "spool")) == 1  # the whole one waits for the next writer
+    assert "1 event(s) were lost" in codeoid(memory, "doctor", check=False).stdout

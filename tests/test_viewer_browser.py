@@ -237,8 +237,11 @@ def test_ui_refuses_to_start_without_a_store(tmp_path: Path) -> None:
 
 
 
-def post(url: str, origin: str | None = None) -> int:
-    request = urllib.request.Request(url, method="POST", data=b"", headers={"Origin": origin} if origin else {})
+def post(url: str, origin: str | None = None, host: str | None = None) -> int:
+    headers = {"Origin": origin} if origin else {}
+    if host is not None:
+        headers["Host"] = host
+    request = urllib.request.Request(url, method="POST", data=b"", headers=headers)
     try:
         with urllib.request.urlopen(request, timeout=10) as answer:
             return int(answer.status)
@@ -257,6 +260,38 @@ def test_the_viewer_cannot_retract_unless_started_to(viewer: tuple[Viewer, dict[
     with urllib.request.urlopen(f"{served.url}episode/{facts['bash']}", timeout=10) as page:
         assert b"Retract this episode" not in page.read()
     assert state_of(memory, facts["bash"]) == "archived"
+
+
+def get_status(url: str, host: str) -> tuple[int, bytes]:
+    request = urllib.request.Request(url, headers={"Host": host})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as answer:
+            return int(answer.status), answer.read()
+    except urllib.error.HTTPError as refused:
+        return refused.code, refused.read()
+
+
+def test_the_viewer_refuses_a_rebound_host_and_a_post_without_its_own_origin(memory: Memory) -> None:
+    facts = populate(memory)
+    served = Viewer(memory.home, memory.project, "--allow-retract")
+    try:
+        port = served.url.split(":")[2].split("/")[0]
+        retract = f"{served.url}episode/{facts['bash']}/retract"
+        # DNS rebinding: a page of evil.example whose name now resolves to 127.0.0.1 posts with its own Host and
+        # an Origin that matches it.
+        assert post(retract, origin=f"http://evil.example:{port}", host=f"evil.example:{port}") == 421
+        status, body = get_status(f"{served.url}sessions", host=f"evil.example:{port}")
+        assert status == 421 and b"walrus" not in body
+        assert post(retract) == 403  # no Origin at all
+        assert post(retract, origin="null") == 403
+        assert post(retract, origin=f"http://127.0.0.1:{int(port) + 1}") == 403
+        assert state_of(memory, facts["bash"]) == "archived"
+        status, body = get_status(f"{served.url}sessions", host=f"localhost:{port}")
+        assert status == 200 and b"walrus-parser" in body
+        assert post(retract, origin=f"http://localhost:{port}", host=f"localhost:{port}") == 200
+        assert state_of(memory, facts["bash"]) == "retracted"
+    finally:
+        served.close()
 
 
 @pytest.mark.slow

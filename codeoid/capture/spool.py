@@ -3,7 +3,13 @@
 One file per event, written to a temporary name and renamed into place, so concurrent hooks never
 interleave and a reader never sees half an entry. A replaying process claims a file by renaming it
 (atomic: exactly one claimant wins) and removes it only after its contents are committed to the store;
-a claim left behind by a killed process is taken over after `STALE_CLAIM_SECONDS`.
+a claim left behind by a killed process is taken over at once when its claimant (the pid in its name) is gone,
+and after `STALE_CLAIM_SECONDS` when that pid is alive (reused by another process, or a claimant still at work).
+
+A writer killed before its rename (a hook past Claude Code's timeout while spooling a 5 MB result) leaves
+`<stamp>.tmp`: never an entry, since the rename is the commit. `sweep_orphans` (run by `codeoid gc` and the MCP
+server's background gc) rescues one that was written whole, and removes the others after `ORPHAN_GRACE_SECONDS`,
+counting each as a lost event in the loss ring, so nothing vanishes uncounted.
 
 An entry whose replay never finishes (its claimant was killed, or it ran past the replayer's time limit) is
 marked `.t1` in its name when it goes back; one that times out again is moved to the quarantine with a log
@@ -26,6 +32,8 @@ if TYPE_CHECKING:
     from typing import Any
 
 STALE_CLAIM_SECONDS = 60
+# A spool write takes milliseconds and a hook is killed within seconds: a `.tmp` this old has no writer left.
+ORPHAN_GRACE_SECONDS = 600
 # Space set aside on the spool's disk: when the disk fills up, giving it back makes room for the events
 # that could not reach the store. It is given to the spool only: while it cannot be set aside again, writers
 # leave the store alone and spool (`codeoid.capture.ingest`), so the store never grows into the freed room.
@@ -129,6 +137,84 @@ def _write_entry(event: SpooledEvent, directory: str) -> str:
     return final
 
 
+class SweptOrphans:
+    """What `sweep_orphans` did with unfinished spool writes."""
+
+    __slots__ = ("rescued", "removed", "freed_bytes")
+
+    def __init__(self, rescued: int = 0, removed: int = 0, freed_bytes: int = 0) -> None:
+        self.rescued = rescued  # written whole before the writer died: now an entry the next writer replays
+        self.removed = removed  # cut short: removed, and counted in the loss ring
+        self.freed_bytes = freed_bytes
+
+
+def orphans(directory: str | None = None, now: float | None = None) -> list[tuple[str, int]]:
+    """Unfinished spool writes past their grace: (path, bytes), oldest first."""
+    directory = directory or paths.spool_dir()
+    now = time.time() if now is None else now
+    found = []
+    try:
+        entries = sorted(os.scandir(directory), key=lambda entry: entry.name)
+    except FileNotFoundError:
+        return []
+    for entry in entries:
+        if not entry.name.endswith(".tmp") or not entry.is_file(follow_symlinks=False):
+            continue
+        try:
+            status = entry.stat(follow_symlinks=False)
+        except FileNotFoundError:
+            continue
+        if now - status.st_mtime > ORPHAN_GRACE_SECONDS:
+            found.append((entry.path, status.st_size))
+    return found
+
+
+def sweep_orphans(directory: str | None = None, now: float | None = None) -> SweptOrphans:
+    """Rescue or remove the unfinished spool writes past their grace (see the module docstring)."""
+    from codeoid.capture import loss_ring
+
+    directory = directory or paths.spool_dir()
+    swept = SweptOrphans()
+    for path, size in orphans(directory, now):
+        name = os.path.basename(path)
+        if name == _RESERVE + ".tmp":  # the reserve being set aside: not an event
+            _remove(path)
+            continue
+        try:
+            _read(path)
+        except (OSError, ValueError, KeyError, TypeError):
+            event, key = _head_of(path)
+            _remove(path)
+            loss_ring.ensure_ring()
+            loss_ring.record_loss(event, key, f"its hook was killed while spooling it ({size:,} bytes of {name} "
+                                              "written); swept by gc")
+            log("spool", f"{name}: an unfinished spool write ({size:,} bytes, {event}) removed and counted lost")
+            swept.removed += 1
+            swept.freed_bytes += size
+            continue
+        try:
+            os.replace(path, path[: -len(".tmp")] + _SUFFIX)
+        except FileNotFoundError:
+            continue
+        log("spool", f"{name}: written whole before its writer died; back in the spool for replay")
+        swept.rescued += 1
+    return swept
+
+
+def _head_of(path: str) -> tuple[str, str | None]:
+    """The event name and idempotency key at the start of a cut-short entry, where they are readable."""
+    import re
+
+    try:
+        with open(path, "rb") as file:
+            head = file.read(4096).decode("utf-8", "replace")
+    except OSError:
+        return "unknown", None
+    event = re.search(r'"event": "([A-Za-z]+)"', head)
+    key = re.search(r'"(?:tool_use_id|prompt_id)": "([^"]{1,80})"', head)
+    return (event.group(1) if event else "unknown"), (key.group(1) if key else None)
+
+
 def backlog(directory: str | None = None) -> int:
     """How many events wait in the spool (what `codeoid doctor` reports)."""
     directory = directory or paths.spool_dir()
@@ -215,7 +301,7 @@ def _claim(directory: str, limit: int, deadline: float | None = None) -> Iterato
         source = os.path.join(directory, name)
         if name.endswith(_CLAIMED):
             try:
-                if now - os.stat(source).st_mtime < STALE_CLAIM_SECONDS:
+                if not _claimant_gone(name) and now - os.stat(source).st_mtime < STALE_CLAIM_SECONDS:
                     continue
             except FileNotFoundError:
                 continue
@@ -238,6 +324,21 @@ def _claim(directory: str, limit: int, deadline: float | None = None) -> Iterato
         os.utime(target)
         taken += 1
         yield target
+
+
+def _claimant_gone(name: str) -> bool:
+    """Whether the process named in a claim `<entry>.<pid>.claimed` no longer exists (killed mid-replay): its
+    claim need not wait out `STALE_CLAIM_SECONDS` before the entry is replayed."""
+    pid_text = name[: -len(_CLAIMED)].rpartition(".")[2]
+    if not pid_text.isascii() or not pid_text.isdigit():
+        return False
+    try:
+        os.kill(int(pid_text), 0)
+    except ProcessLookupError:
+        return True
+    except (PermissionError, OverflowError, ValueError):
+        return False
+    return False
 
 
 def _original_name(name: str) -> str:

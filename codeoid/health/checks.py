@@ -33,16 +33,36 @@ def chroma_findings(data_dir: Path, project_dir: Path) -> list[Finding]:
         return [Finding("info", "Semantic memory is off (CODEOID_VECTOR=off): recall uses BM25 alone.")]
     remote = chroma_server.remote_url()
     if remote is not None:
-        if chroma_server.heartbeat(remote):
-            return [Finding("ok", f"The team Chroma server at {remote} answers.")]
+        from codeoid.memory.chroma_http import ChromaRefused, Endpoint, request
+
+        try:
+            token = chroma_server.remote_token()
+        except chroma_server.ChromaServerError as error:
+            return [Finding("fail", f"The team Chroma server's token cannot be read: {error}.")]
+        try:
+            status, _ = request(Endpoint(remote, token), "GET", "/api/v2/heartbeat", timeout=3.0)
+        except ChromaRefused:
+            return [Finding("fail", f"The team Chroma server at {remote} refuses codeoid's requests: "
+                                    + ("its token (CODEOID_CHROMA_TOKEN or CODEOID_CHROMA_TOKEN_FILE) is wrong."
+                                       if token else "it wants a token; set CODEOID_CHROMA_TOKEN or "
+                                                     "CODEOID_CHROMA_TOKEN_FILE."))]
+        except OSError:
+            status = 0
+        if status == 200 and token:
+            return [Finding("ok", f"The team Chroma server at {remote} answers and takes codeoid's token.")]
+        if status == 200:
+            return [Finding("warn", f"The team Chroma server at {remote} answers without a token: anyone who can "
+                                    "reach it reads and writes this team's memory. Put it behind a token and set "
+                                    "CODEOID_CHROMA_TOKEN (or CODEOID_CHROMA_TOKEN_FILE).")]
         return [Finding("fail", f"The team Chroma server at {remote} (CODEOID_CHROMA_URL) does not answer: recall "
                                 "falls back to BM25 and nothing is indexed until it is back; check the server or "
                                 "unset CODEOID_CHROMA_URL to use a local one.")]
     running = chroma_server.running_server()
     if running is not None:
-        return [Finding("ok", f"The local Chroma server answers at {running.url} (data in {running.data_path}).")]
-    if chroma_server._chroma_executable() is None:
-        return [Finding("fail", "The `chroma` program is missing from codeoid's environment, so no vector index "
+        return [Finding("ok", f"The local Chroma server answers on {running.socket} (owner-only, with a token; data "
+                              f"in {running.data_path}).")]
+    if not chroma_server.engine_installed():
+        return [Finding("fail", "chromadb's engine is missing from codeoid's environment, so no vector index "
                                 "can start: reinstall codeoid (pip install codeoid).")]
     return [Finding("info", "The local Chroma server is not running now; the memory service starts it on the "
                             "first recall or index and it stops itself when idle.")]

@@ -4,9 +4,11 @@
   `chunking` (episode text into vector-sized chunks), `privacy` (what never reaches an index);
 - the answer: `matched_lines` (which lines of a hit matched) and `hits` (recall's compact hits within a budget);
 - the vector index: `vector_index` (one Chroma collection per store), `chroma_rest` (Chroma's REST API over
-  plain HTTP, without the chromadb client), `chroma_server` (the shared local `chroma run` this package starts
-  and stops), `embedding` (the bundled MiniLM model), `chroma_embedding` (it as an embedding function, for a
-  chromadb client of the same collections), and `indexer`, the long-lived loop that embeds new episodes;
+  plain HTTP, without the chromadb client) on `chroma_http` (one request, with its token, over TCP or a unix
+  socket), `chroma_server` (the shared local server this package starts and stops), `chroma_serve` (that server:
+  Chroma's engine behind a token, owner-only), `embedding` (the bundled MiniLM model), `chroma_embedding` (it as
+  an embedding function, for a chromadb client of the same collections), `forgetting` (`codeoid forget` reaching
+  Chroma), and `indexer`, the long-lived loop that embeds new episodes;
 - the workspace index: `workspace_index` (the compact text a window starts with), `topics` (its clusters) and
   `index_builder`, the loop that keeps it built.
 

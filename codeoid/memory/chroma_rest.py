@@ -4,34 +4,40 @@ A collection is opened or created by name, then read, written and queried by its
 and the nearest chunks to a vector. No client library: the chromadb package takes most of a second to import
 (about 3 s on a busy 2-core machine), which a one-shot `codeoid search` would pay on every call, and it holds
 ~60 MB in the long-lived memory service (grpc, protobuf, opentelemetry, the rust bindings) for a handful of
-JSON requests. The `chroma` executable it ships is still what serves them (`codeoid.memory.chroma_server`).
+JSON requests. Chroma's engine still serves them: codeoid's own local server (`codeoid.memory.chroma_serve`) or a
+team's Chroma.
 
 A collection records which embedding function made its vectors, in the JSON chromadb's own client writes
 (`{"type": "known", "name": "codeoid", "config": ...}`), so a bare chromadb client rebuilds the same embedder
 through `codeoid.memory.chroma_embedding`; a query is embedded by that embedder (`embedding.embedder_from_config`),
 or refused with the reason when this installation does not have it.
+
+Every request goes to an `Endpoint` (a URL and its token, `codeoid.memory.chroma_http`).
 """
 
 from __future__ import annotations
 
-import http.client
-import json
 import urllib.parse
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from codeoid.memory.chroma_http import (
+    TIMEOUT_SECONDS,
+    ChromaRefused,
+    ChromaUnreachable,
+    Endpoint,
+    heartbeat,
+    request,
+)
 from codeoid.memory.embedding import Embedder, EmbeddingModelError, embedder_from_config
 
+__all__ = ["ChromaRefused", "ChromaUnreachable", "CollectionGone", "Endpoint", "heartbeat"]
+
 API = "/api/v2/tenants/default_tenant/databases/default_database"
-TIMEOUT_SECONDS = 10.0
 WRITE_TIMEOUT_SECONDS = 60.0  # an upsert of a batch makes the server write its log and index
 EMBEDDING_FUNCTION = "codeoid"  # the name `chroma_embedding.CodeoidEmbeddingFunction` registers
 Metadata = Mapping[str, str | int | float | bool]
-
-
-class ChromaUnreachable(OSError):
-    """No answer from the server, or one that is not Chroma's: the caller may restart it and retry."""
 
 
 class CollectionGone(ChromaUnreachable):
@@ -56,62 +62,75 @@ def embedding_function_config(embedder: Embedder) -> dict[str, Any]:
     return {"embedder": embedder.name, "dimension": embedder.dimension, "settings": embedder.config()}
 
 
-def open_collection(url: str, name: str) -> Collection | None:
+def open_collection(endpoint: Endpoint, name: str) -> Collection | None:
     """The collection called `name` and the embedder its vectors came from; None when it does not exist."""
-    status, body = _request(url, "GET", f"{API}/collections/{urllib.parse.quote(name, safe='')}")
+    status, body = request(endpoint, "GET", f"{API}/collections/{urllib.parse.quote(name, safe='')}")
     if status == 404:
         return None
     return _collection(name, _object(status, body))
 
 
-def create_collection(url: str, name: str, embedder: Embedder, metadata: Metadata) -> Collection:
+def create_collection(endpoint: Endpoint, name: str, embedder: Embedder, metadata: Metadata) -> Collection:
     """The collection called `name`, created for `embedder`'s vectors (cosine space) if it does not exist yet."""
     configuration = {"hnsw": {"space": "cosine"}, "spann": None, "embedding_function": {
         "name": EMBEDDING_FUNCTION, "type": "known", "config": embedding_function_config(embedder)}}
-    status, body = _request(url, "POST", f"{API}/collections", {
+    status, body = request(endpoint, "POST", f"{API}/collections", {
         "name": name, "configuration": configuration, "metadata": dict(metadata), "get_or_create": True})
     return _collection(name, _object(status, body))
 
 
-def delete_collection(url: str, name: str) -> None:
+def delete_collection(endpoint: Endpoint, name: str) -> None:
     """Delete the collection called `name`, if there is one."""
-    status, body = _request(url, "DELETE", f"{API}/collections/{urllib.parse.quote(name, safe='')}")
+    status, body = request(endpoint, "DELETE", f"{API}/collections/{urllib.parse.quote(name, safe='')}")
     if status != 404:
         _object(status, body if body is not None else {})
 
 
-def upsert(url: str, collection: Collection, ids: Sequence[str], embeddings: Sequence[Sequence[float]],
-           documents: Sequence[str], metadatas: Sequence[Metadata]) -> None:
-    """Add the records, replacing any with the same ids."""
-    _on(url, collection, "upsert", {"ids": list(ids), "embeddings": [list(map(float, vector)) for vector in embeddings],
-                                    "documents": list(documents), "metadatas": [dict(meta) for meta in metadatas]},
-        timeout=WRITE_TIMEOUT_SECONDS)
+def upsert(endpoint: Endpoint, collection: Collection, ids: Sequence[str], embeddings: Sequence[Sequence[float]],
+           documents: Sequence[str] | None, metadatas: Sequence[Metadata]) -> None:
+    """Add the records, replacing any with the same ids; `documents=None` stores no text at all."""
+    payload: dict[str, Any] = {"ids": list(ids), "embeddings": [list(map(float, vector)) for vector in embeddings],
+                               "metadatas": [dict(meta) for meta in metadatas]}
+    if documents is not None:
+        payload["documents"] = list(documents)
+    _on(endpoint, collection, "upsert", payload, timeout=WRITE_TIMEOUT_SECONDS)
 
 
-def get(url: str, collection: Collection, ids: Sequence[str], include: Sequence[str]) -> dict[str, Any]:
+def get(endpoint: Endpoint, collection: Collection, ids: Sequence[str], include: Sequence[str]) -> dict[str, Any]:
     """The records with these ids that exist: `{"ids": [...], "<include>": [...]}`, in the same order."""
-    return _object(*_on(url, collection, "get", {"ids": list(ids), "include": list(include)}))
+    return _object(*_on(endpoint, collection, "get", {"ids": list(ids), "include": list(include)}))
 
 
-def delete(url: str, collection: Collection, where: Mapping[str, object]) -> None:
+def get_page(endpoint: Endpoint, collection: Collection, *, offset: int, limit: int, include: Sequence[str]
+             ) -> dict[str, Any]:
+    """Up to `limit` records from `offset` on, in the collection's own order (for copying one out whole)."""
+    return _object(*_on(endpoint, collection, "get", {"offset": offset, "limit": limit, "include": list(include)},
+                        timeout=WRITE_TIMEOUT_SECONDS))
+
+
+def delete(endpoint: Endpoint, collection: Collection, where: Mapping[str, object]) -> None:
     """Delete the records whose metadata match `where` (Chroma's filter syntax)."""
-    _on(url, collection, "delete", {"where": dict(where)}, timeout=WRITE_TIMEOUT_SECONDS)
+    _on(endpoint, collection, "delete", {"where": dict(where)}, timeout=WRITE_TIMEOUT_SECONDS)
 
 
-def count(url: str, collection: Collection) -> int:
-    status, body = _on(url, collection, "count", None, method="GET")
+def count(endpoint: Endpoint, collection: Collection) -> int:
+    status, body = _on(endpoint, collection, "count", None, method="GET")
     if status != 200 or not isinstance(body, int):
         raise ChromaUnreachable(f"Chroma answered HTTP {status} to a count: {body!r}")
     return body
 
 
-def nearest(url: str, collection: Collection, vector: Sequence[float], n: int) -> list[Neighbour]:
-    """The `n` chunks nearest to `vector`, nearest first."""
-    body = _object(*_on(url, collection, "query", {
-        "query_embeddings": [list(vector)], "n_results": n, "include": ["documents", "metadatas", "distances"]}))
+def nearest(endpoint: Endpoint, collection: Collection, vector: Sequence[float], n: int,
+            where: Mapping[str, object] | None = None) -> list[Neighbour]:
+    """The `n` chunks nearest to `vector` (among those whose metadata match `where`), nearest first."""
+    payload: dict[str, Any] = {"query_embeddings": [list(vector)], "n_results": n,
+                               "include": ["documents", "metadatas", "distances"]}
+    if where is not None:
+        payload["where"] = dict(where)
+    body = _object(*_on(endpoint, collection, "query", payload))
     metadatas = (body.get("metadatas") or [[]])[0] or []
-    documents = (body.get("documents") or [[]])[0] or []
     distances = (body.get("distances") or [[]])[0] or []
+    documents = (body.get("documents") or [[]])[0] or [None] * len(metadatas)  # a collection that keeps no text
     return [Neighbour(metadata or {}, document or "", float(distance))
             for metadata, document, distance in zip(metadatas, documents, distances, strict=True)]
 
@@ -128,10 +147,10 @@ def _collection(name: str, body: dict[str, Any]) -> Collection:
                                                             dict(config.get("settings") or {})))
 
 
-def _on(url: str, collection: Collection, operation: str, payload: object, *, method: str = "POST",
+def _on(endpoint: Endpoint, collection: Collection, operation: str, payload: object, *, method: str = "POST",
         timeout: float = TIMEOUT_SECONDS) -> tuple[int, object]:
     """`operation` on the collection by id; `CollectionGone` when it no longer exists."""
-    status, body = _request(url, method, f"{API}/collections/{collection.id}/{operation}", payload, timeout=timeout)
+    status, body = request(endpoint, method, f"{API}/collections/{collection.id}/{operation}", payload, timeout=timeout)
     if status == 404:
         raise CollectionGone(f"the collection {collection.id} is gone")
     return status, body
@@ -145,25 +164,8 @@ def _object(status: int, body: object) -> dict[str, Any]:
     return body
 
 
-def _request(url: str, method: str, path: str, payload: object = None, *,
-             timeout: float = TIMEOUT_SECONDS) -> tuple[int, object]:
-    """One request to the server at `url`, straight to it (never through a proxy named in the environment)."""
-    parts = urllib.parse.urlsplit(url)
-    secure = parts.scheme == "https"
-    connection_type = http.client.HTTPSConnection if secure else http.client.HTTPConnection
-    connection = connection_type(parts.hostname or "127.0.0.1", parts.port or (443 if secure else 80),
-                                 timeout=timeout)
-    body = json.dumps(payload).encode() if payload is not None else None
-    try:
-        connection.request(method, parts.path.rstrip("/") + path, body=body,
-                           headers={"Content-Type": "application/json", "Accept": "application/json"})
-        response = connection.getresponse()
-        data = response.read()
-    except (OSError, http.client.HTTPException) as error:
-        raise ChromaUnreachable(str(error) or type(error).__name__) from error
-    finally:
-        connection.close()
-    try:
-        return response.status, json.loads(data) if data else None
-    except ValueError as error:
-        raise ChromaUnreachable(f"Chroma's answer is not JSON (HTTP {response.status})") from error
+def vacuum(endpoint: Endpoint) -> tuple[int, int]:
+    """Have codeoid's own server (`codeoid.memory.chroma_serve`) rewrite its SQLite file so no deleted row's bytes
+    stay behind: (bytes before, bytes after). A team's Chroma has no such endpoint (ChromaUnreachable)."""
+    body = _object(*request(endpoint, "POST", "/codeoid/v1/vacuum", {}, timeout=WRITE_TIMEOUT_SECONDS * 5))
+    return int(body["bytes_before"]), int(body["bytes_after"])

@@ -1,53 +1,61 @@
-"""One local Chroma server per data dir, shared by every codeoid process, started on demand, stopped when idle.
+"""One local Chroma server per data dir, owner-only, shared by every codeoid process, started on demand, stopped
+when idle.
 
 Embedded Chroma (`PersistentClient`) is safe for one process only: measured with chromadb 1.5.9, two processes
 writing one directory silently lose vectors, and a long-lived reader misses other processes' writes. Several
-Claude Code sessions mean several codeoid processes, so they all talk HTTP to one `chroma run` on 127.0.0.1,
-the same client path a team uses when `CODEOID_CHROMA_URL` names a shared server (then nothing starts here).
+Claude Code sessions mean several codeoid processes, so they all talk HTTP to one server, the same client path a
+team uses when `CODEOID_CHROMA_URL` names a shared server (then nothing starts here). The server is codeoid's own
+(`codeoid.memory.chroma_serve`, Chroma's engine behind a token on a unix socket), not `chroma run`, whose TCP port
+on 127.0.0.1 every local user could open with no authentication.
 
-Files, under `<data dir>/chroma-server/`:
+Files, under `<data dir>/chroma-server/` (0700):
   lock         an flock held by whoever decides to start or stop the server, so simultaneous starters get one
-  server.json  url, port, and the pids (with start times, against pid reuse) of the watchdog and `chroma run`
+  server.json  its socket, and the pids (with start times, against pid reuse) of the watchdog and the server
+  sock         the unix socket it serves on, 0600
+  token        the secret every request must carry, 0600, made on the first start and kept
   lease        its mtime is the last time a client used the server; clients refresh it as they work
-  server.log   the output of the watchdog and of `chroma run`
+  server.log   the output of the watchdog and of the server
 The collections themselves live in `<data dir>/chroma/`.
 
 Lifecycle. `ensure_server()` runs `python -m codeoid.memory.chroma_server watch` detached (`codeoid.detached`, shared
 with the memory service: the lock, the state file, the launch): the watchdog is nobody's child, so ending a `claude`
-process tree (psutil's recursive children) never reaches it. The watchdog starts `chroma run --host 127.0.0.1
---port <free port> --path <data dir>/chroma` as its own child (on Linux that child gets SIGTERM if the watchdog
-dies, even by kill -9), reports ready through a pipe once the heartbeat answers, and then checks the lease. After
-`CODEOID_CHROMA_IDLE_SECONDS` (default 600) without a client it takes the lock, stops chroma, removes
-server.json and exits; the next client starts a fresh server within a few seconds. A separate watchdog, rather
-than a thread in some client, is what lets the server outlive every client session and still stop by itself.
+process tree (psutil's recursive children) never reaches it. The watchdog starts `python -m
+codeoid.memory.chroma_serve --socket <sock> --path <data dir>/chroma --token-file <token>` as its own child (on
+Linux that child gets SIGTERM if the watchdog dies, even by kill -9), reports ready through a pipe once the
+heartbeat answers, and then checks the lease. After `CODEOID_CHROMA_IDLE_SECONDS` (default 600) without a client it
+takes the lock, stops the server, removes server.json and exits; the next client starts a fresh server within a
+few seconds. A separate watchdog, rather than a thread in some client, is what lets the server outlive every
+client session and still stop by itself.
+
+A team's server takes a token too: `CODEOID_CHROMA_TOKEN`, or the first line of the file `CODEOID_CHROMA_TOKEN_FILE`
+names, is sent with every request to `CODEOID_CHROMA_URL`.
 """
 
 from __future__ import annotations
 
 import argparse
-import http.client
 import os
+import secrets
 import select
-import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
-import urllib.request
 from dataclasses import dataclass
 
 import psutil
 
 from codeoid import detached, paths
+from codeoid.memory.chroma_http import Endpoint
+from codeoid.memory.chroma_http import heartbeat as endpoint_heartbeat
 
-HOST = "127.0.0.1"
 IDLE_SECONDS_DEFAULT = 600.0
-START_TIMEOUT_SECONDS = 30.0
-START_ATTEMPTS = 3  # a free port can be taken by someone else between choosing it and chroma binding it
-
-# Loopback traffic must never go through a proxy named in the environment.
-_direct = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+START_TIMEOUT_SECONDS = 60.0  # the server imports chromadb (1-3 s) and opens its collections before it answers
+START_ATTEMPTS = 2
+# sun_path holds 108 bytes on Linux (104 on macOS), the terminating NUL included.
+MAX_SOCKET_PATH_BYTES = 103
+TOKEN_ENV = "CODEOID_CHROMA_TOKEN"
+TOKEN_FILE_ENV = "CODEOID_CHROMA_TOKEN_FILE"
 
 
 class ChromaServerError(RuntimeError):
@@ -56,13 +64,14 @@ class ChromaServerError(RuntimeError):
 
 @dataclass(frozen=True)
 class ServerInfo:
-    url: str
-    port: int
+    url: str  # unix:<socket>
+    port: int  # 0: a unix socket (the field stays so a server.json of `chroma run` days still reads, and is ended)
     watchdog_pid: int
     watchdog_started: float
     chroma_pid: int
     chroma_started: float
     data_path: str
+    socket: str = ""
 
 
 _files = detached.Detached("chroma-server", "server.json", "server.log", ServerInfo)
@@ -74,9 +83,73 @@ def remote_url() -> str | None:
     return url.rstrip("/") or None
 
 
-def server_url() -> str:
-    """The Chroma every client of this process should use: the remote one, else the local one, started if needed."""
-    return remote_url() or ensure_server().url
+SHARED_HITS_ENV = "CODEOID_SHARED_HITS"
+
+
+def shared_hits_wanted() -> bool:
+    """`CODEOID_SHARED_HITS`: on unless set to off."""
+    return os.environ.get(SHARED_HITS_ENV, "on").strip().lower() not in ("off", "0", "false", "no")
+
+
+def shared_hits_enabled() -> bool:
+    """Whether recall shows chunks other stores put on the team server (labelled as theirs): only on the team
+    route, and `CODEOID_SHARED_HITS=off` turns them off. The local server is this store's alone."""
+    return remote_url() is not None and shared_hits_wanted()
+
+
+def remote_token() -> str | None:
+    """The token for the team server: `CODEOID_CHROMA_TOKEN`, else the first line of `CODEOID_CHROMA_TOKEN_FILE`."""
+    token = os.environ.get(TOKEN_ENV, "").strip()
+    if token:
+        return token
+    path = os.environ.get(TOKEN_FILE_ENV, "").strip()
+    if not path:
+        return None
+    try:
+        with open(os.path.expanduser(path), encoding="utf-8") as file:
+            return file.readline().strip() or None
+    except OSError as error:
+        raise ChromaServerError(f"the token file {path} ({TOKEN_FILE_ENV}) cannot be read: {error}") from error
+
+
+def endpoint() -> Endpoint:
+    """The Chroma every client of this process should use, with its token: the team's one, else the local one,
+    started if needed."""
+    remote = remote_url()
+    if remote is not None:
+        return Endpoint(remote, remote_token())
+    info = ensure_server()
+    return Endpoint(info.url, local_token())
+
+
+def local_endpoint(info: ServerInfo) -> Endpoint:
+    return Endpoint(info.url, local_token())
+
+
+def token_path() -> str:
+    return os.path.join(_files.state_dir(), "token")
+
+
+def local_token() -> str:
+    """The local server's token (made by the first `ensure_server`)."""
+    try:
+        with open(token_path(), encoding="ascii") as file:
+            return file.read().strip()
+    except FileNotFoundError:
+        return ""
+
+
+def socket_path() -> str:
+    path = os.path.join(_files.state_dir(), "sock")
+    if len(os.fsencode(path)) > MAX_SOCKET_PATH_BYTES:
+        raise ChromaServerError(f"the data dir's path is too long for a unix socket ({path})")
+    return path
+
+
+def _ensure_token() -> None:
+    """Make the token once, 0600 (under the start lock)."""
+    if not local_token():
+        paths.write_private(token_path(), secrets.token_urlsafe(32).encode("ascii"))
 
 
 def idle_seconds() -> float:
@@ -86,13 +159,9 @@ def idle_seconds() -> float:
         return IDLE_SECONDS_DEFAULT
 
 
-def heartbeat(url: str, timeout: float = 2.0) -> bool:
-    """Whether a Chroma server answers at `url` (its v2 heartbeat), without importing chromadb."""
-    try:
-        with _direct.open(url + "/api/v2/heartbeat", timeout=timeout) as response:
-            return bool(response.status == 200)
-    except (OSError, ValueError, http.client.HTTPException):
-        return False
+def heartbeat(target: Endpoint, timeout: float = 2.0) -> bool:
+    """Whether a Chroma server answers at `target` and takes its token (its v2 heartbeat), without chromadb."""
+    return endpoint_heartbeat(target, timeout)
 
 
 def ensure_server(timeout: float = START_TIMEOUT_SECONDS) -> ServerInfo:
@@ -111,6 +180,7 @@ def ensure_server(timeout: float = START_TIMEOUT_SECONDS) -> ServerInfo:
             return info
         if info is not None:
             _end_server_processes(info)
+        _ensure_token()
         failures = []
         for _ in range(START_ATTEMPTS):
             try:
@@ -179,7 +249,10 @@ def _lease_age() -> float:
 
 
 def _serving(info: ServerInfo) -> bool:
-    return detached.process_of(info.watchdog_pid, info.watchdog_started) is not None and heartbeat(info.url)
+    """Up, answering, and codeoid's own owner-only server (a `chroma run` an older codeoid started on a TCP port is
+    ended and replaced)."""
+    return (info.url.startswith("unix:") and detached.process_of(info.watchdog_pid, info.watchdog_started) is not None
+            and heartbeat(local_endpoint(info)))
 
 
 def _end_server_processes(info: ServerInfo, timeout: float = 15.0) -> None:
@@ -190,26 +263,20 @@ def _end_server_processes(info: ServerInfo, timeout: float = 15.0) -> None:
     _remove_state_of(info.watchdog_pid)
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind((HOST, 0))
-        return int(probe.getsockname()[1])
-
-
 def _start(timeout: float) -> ServerInfo:
     """Launch a watchdog and wait for its report: `pid N`, then `ready` or `failed <why>`."""
-    port = _free_port()
-    lines = _files.launch("codeoid.memory.chroma_server", ["watch", "--port", str(port), "--idle-seconds",
+    sock = socket_path()
+    lines = _files.launch("codeoid.memory.chroma_server", ["watch", "--socket", sock, "--idle-seconds",
                                                           str(idle_seconds())], timeout)
+    watchdog_pid = detached.reported_pid(lines)
     if "ready" in lines:
         info = _read_state()
-        if info is not None and info.port == port:
+        if info is not None and info.watchdog_pid == watchdog_pid:
             return info
-    watchdog_pid = detached.reported_pid(lines)
     if watchdog_pid is not None and "ready" not in lines:
         _stop_pid(watchdog_pid)
     failure = detached.reported_failure(lines)
-    raise ChromaServerError(failure or f"no answer within {timeout:.0f} s on port {port}")
+    raise ChromaServerError(failure or f"no answer within {timeout:.0f} s on {sock}")
 
 
 def _stop_pid(pid: int) -> None:
@@ -247,9 +314,11 @@ class _StopSignals:
         return signal.Signals(os.read(self._read_fd, 1)[0]).name
 
 
-def _chroma_executable() -> str | None:
-    beside = os.path.join(os.path.dirname(sys.executable), "chroma")
-    return beside if os.access(beside, os.X_OK) else shutil.which("chroma")
+def engine_installed() -> bool:
+    """Whether chromadb's engine (its Rust bindings) is importable here, without importing it."""
+    import importlib.util
+
+    return importlib.util.find_spec("chromadb_rust_bindings") is not None
 
 
 def _die_with_parent() -> None:
@@ -261,7 +330,7 @@ def _die_with_parent() -> None:
         ctypes.CDLL(None).prctl(pr_set_pdeathsig, signal.SIGTERM)
 
 
-def _watch(port: int, idle: float, ready_fd: int) -> int:
+def _watch(sock: str, idle: float, ready_fd: int) -> int:
     detached.become_detached()
     stop = _StopSignals()
     chroma: subprocess.Popen[bytes] | None = None
@@ -270,16 +339,17 @@ def _watch(port: int, idle: float, ready_fd: int) -> int:
             report.write(f"pid {os.getpid()}\n")
             report.flush()
             try:
-                chroma = _start_chroma(port, stop)
+                chroma = _start_chroma(sock, stop)
             except _NotStarted as failure:
                 report.write(f"failed {failure}\n")
                 return 1
-            _files.write_state(ServerInfo(url=_url(port), port=port, watchdog_pid=os.getpid(),
+            _files.write_state(ServerInfo(url=_url(sock), port=0, watchdog_pid=os.getpid(),
                                     watchdog_started=psutil.Process().create_time(), chroma_pid=chroma.pid,
-                                    chroma_started=psutil.Process(chroma.pid).create_time(), data_path=data_path()))
+                                    chroma_started=psutil.Process(chroma.pid).create_time(), data_path=data_path(),
+                                    socket=sock))
             touch_lease(force=True)
             report.write("ready\n")
-        _log(f"serving {_url(port)} (chroma pid {chroma.pid}), idle stop after {idle:g} s")
+        _log(f"serving {_url(sock)} (server pid {chroma.pid}), idle stop after {idle:g} s")
         return _watch_lease(chroma, idle, stop)
     finally:
         if chroma is not None:
@@ -287,31 +357,33 @@ def _watch(port: int, idle: float, ready_fd: int) -> int:
         _remove_state_of(os.getpid())
 
 
-def _url(port: int) -> str:
-    return f"http://{HOST}:{port}"
+def _url(sock: str) -> str:
+    return f"unix:{sock}"
 
 
 class _NotStarted(Exception):
-    """Why `chroma run` is not serving (it has been ended already)."""
+    """Why the Chroma server is not serving (it has been ended already)."""
 
 
-def _start_chroma(port: int, stop: _StopSignals) -> subprocess.Popen[bytes]:
-    """`chroma run` on the port, once its heartbeat answers."""
-    executable = _chroma_executable()
-    if executable is None:
-        raise _NotStarted("the `chroma` executable of chromadb is not installed")
-    # At its default level chroma logs about 1.5 KB per request; warnings and errors are what the log is for.
-    chroma = subprocess.Popen([executable, "run", "--host", HOST, "--port", str(port), "--path", data_path()],
+def _start_chroma(sock: str, stop: _StopSignals) -> subprocess.Popen[bytes]:
+    """codeoid's Chroma server on the socket, once its heartbeat answers."""
+    if not engine_installed():
+        raise _NotStarted("chromadb (its Rust engine) is not installed")
+    # At its default level Chroma's engine logs about 1.5 KB per request; warnings and errors are what the log is
+    # for.
+    chroma = subprocess.Popen([sys.executable, "-m", "codeoid.memory.chroma_serve", "--socket", sock,
+                               "--path", data_path(), "--token-file", token_path()],
                               stdin=subprocess.DEVNULL, env={**os.environ, "RUST_LOG": "warn"},
                               preexec_fn=_die_with_parent)
     deadline = time.monotonic() + START_TIMEOUT_SECONDS
     failure = None
-    while failure is None and not heartbeat(_url(port), timeout=1.0):
+    target = Endpoint(_url(sock), local_token())
+    while failure is None and not heartbeat(target, timeout=1.0):
         received = stop.wait(0.05)
         if chroma.poll() is not None:
-            failure = f"`chroma run` on port {port} exited with status {chroma.returncode}"
+            failure = f"the Chroma server on {sock} exited with status {chroma.returncode}"
         elif time.monotonic() > deadline:
-            failure = f"`chroma run` on port {port} never answered"
+            failure = f"the Chroma server on {sock} never answered"
         elif received:
             failure = f"stopped by {received} while starting"
     if failure is not None:
@@ -358,13 +430,13 @@ def _log(message: str) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m codeoid.memory.chroma_server", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
-    watch = commands.add_parser("watch", help="run chroma and stop it when idle (started by ensure_server)")
-    watch.add_argument("--port", type=int, required=True)
+    watch = commands.add_parser("watch", help="run the server and stop it when idle (started by ensure_server)")
+    watch.add_argument("--socket", required=True)
     watch.add_argument("--idle-seconds", type=float, required=True)
     watch.add_argument("--ready-fd", type=int, required=True)
     args = parser.parse_args(argv)
     try:
-        return _watch(args.port, args.idle_seconds, args.ready_fd)
+        return _watch(args.socket, args.idle_seconds, args.ready_fd)
     except BrokenPipeError:  # the starter stopped waiting for the report; cleanup has already run
         return 1
 

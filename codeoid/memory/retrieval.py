@@ -79,7 +79,7 @@ def recall_ranked(db: sqlite3.Connection, query: str, *, workspace_id: int | Non
         return Recalled(lexical[:limit], "BM25", fallback)
     store = identity.store_id(db)
     hits = [hit for hit in dense.hits if hit.store == store]
-    shared = _shared_hits(dense.hits[:limit], store, limit)
+    shared = _shared_hits(dense.hits[:limit], store, limit) if chroma_server.shared_hits_enabled() else ()
     by_id = {row["id"]: row for row in lexical}
     dense_ids = list(dict.fromkeys(hit.episode_id for hit in hits))
     by_id.update({episode_id: row for episode_id, row in queries.recallable_episodes(

@@ -2,8 +2,14 @@
 
 Every process reaches Chroma over HTTP (`codeoid.memory.chroma_server` says why): the local server, started on demand,
 or the team server `CODEOID_CHROMA_URL` names. A collection is keyed by the workspace's portable id (the
-normalized git remote URL), so teammates' clones share one; its documents hold the chunk text, so a hit from
-someone else's session reads as text even though their store is not here.
+normalized git remote URL), so teammates' clones share one.
+
+Where the text lives. On a team's server the documents hold the chunk text, so a hit from someone else's session
+reads as text even though their store is not here (collections `codeoid-v2-*`). The local server keeps no text
+at all, only vectors and metadata (`codeoid-v3-*`): this store has every chunk's text already, and text Chroma
+never held is text a `codeoid forget` cannot leave behind in Chroma's own files (its SQLite log and full-text
+index keep a deleted row's bytes). A local collection an older codeoid filled with text is copied over without
+it, dropped, and Chroma's file vacuumed, the first time this version opens it.
 
 Episode ids belong to one store (one machine's data dir), so every chunk also names its store: ids are
 `<store id>:<episode id>:<chunk number>` and the metadata carries `store`. On a team's server two machines'
@@ -24,7 +30,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
+from codeoid.log import log
 from codeoid.memory import chroma_rest, chroma_server
+from codeoid.memory.chroma_rest import Endpoint
 from codeoid.memory.embedding import EmbeddingModelError
 
 MetadataValue = str | int | float | bool
@@ -73,11 +81,12 @@ def workspace_index_id(portable_id: str | None, key: str) -> str:
     return portable_id or f"local:{socket.gethostname()}:{key}"
 
 
-def collection_name(workspace: str) -> str:
+def collection_name(workspace: str, *, with_text: bool = True) -> str:
     """Chroma names allow only `[a-zA-Z0-9._-]` and 3-512 characters; the id itself goes in the metadata.
 
-    `v2` is the store-qualified chunk layout; the collections before it keyed chunks by episode id alone."""
-    return "codeoid-v2-" + _digest(workspace)
+    `v2` is the store-qualified chunk layout with the chunk text (a team's server); `v3` the same without text (the
+    local server); the collections before v2 keyed chunks by episode id alone."""
+    return ("codeoid-v2-" if with_text else "codeoid-v3-") + _digest(workspace)
 
 
 def legacy_collection_name(workspace: str) -> str:
@@ -93,11 +102,11 @@ class VectorIndex:
     """One store's view of every workspace's chunks, over Chroma's REST API (`chroma_rest`), reconnecting when the
     server has moved on: it writes and deletes only its own store's chunks, and its hits say whose they are."""
 
-    def __init__(self, *, store: str, url: str | None = None) -> None:
-        """`store` is this store's id (`codeoid.store.identity.store_id`); `url` pins one server (tests); by
-        default it is `CODEOID_CHROMA_URL` or the local server."""
+    def __init__(self, *, store: str, url: str | None = None, token: str | None = None) -> None:
+        """`store` is this store's id (`codeoid.store.identity.store_id`); `url` (and `token`) pin one server
+        (tests, benchmarks); by default it is `CODEOID_CHROMA_URL` with its token, or the local server."""
         self.store = store
-        self._url = url
+        self._pinned = Endpoint(url, token) if url else None
         self._collections: dict[str, chroma_rest.Collection] = {}  # by collection name
         self._collections_lock = threading.Lock()  # the indexer thread and a recall may open one together
 
@@ -110,11 +119,11 @@ class VectorIndex:
         if not chunks:
             return []
         embeddings = self.embed([chunk.text for chunk in chunks])
-        self._with_collection(workspace, lambda url, collection: chroma_rest.upsert(
-            url, collection,
+        self._with_collection(workspace, lambda target, collection: chroma_rest.upsert(
+            target, collection,
             ids=[self._chunk_id(chunk.episode_id, chunk.number) for chunk in chunks],
             embeddings=embeddings,
-            documents=[chunk.text for chunk in chunks],
+            documents=[chunk.text for chunk in chunks] if keeps_text(target) else None,
             metadatas=[{**chunk.metadata, "store": self.store, "episode_id": chunk.episode_id,
                         "chunk": chunk.number, "start_line": chunk.start_line, "end_line": chunk.end_line}
                        for chunk in chunks],
@@ -132,14 +141,27 @@ class VectorIndex:
               ) -> list[Hit]:
         """The `n` chunks of `workspace` nearest to `text` (or to its `embedding`, when the caller has it),
         nearest first (empty for an unknown workspace), of every store that shares the collection: `hit.store`
-        tells this store's from a teammate's. The query is embedded by the embedder the collection records."""
+        tells this store's from a teammate's. The query is embedded by the embedder the collection records.
+        `hit.document` is the chunk's text on a team's server, empty on the local one (the store has it).
+
+        On a team's server this store's `n` nearest and the others' `n` nearest are asked apart (and merged by
+        distance), so teammates' chunks never crowd this store's own out of its recall: with several stores
+        writing to one collection, each store's own hits are the ones it would get alone. The others' are not
+        asked at all with `CODEOID_SHARED_HITS=off`."""
         if n < 1:
             return []
 
-        def nearest(url: str, collection: chroma_rest.Collection) -> list[Hit]:
+        def nearest(target: Endpoint, collection: chroma_rest.Collection) -> list[Hit]:
             vector = list(embedding) if embedding is not None else collection.embedder.embed([text])[0].tolist()
-            return [_hit(near.metadata, near.document, near.distance)
-                    for near in chroma_rest.nearest(url, collection, vector, n)]
+            if not keeps_text(target):  # the local server holds this store's chunks alone
+                found = chroma_rest.nearest(target, collection, vector, n)
+            else:
+                found = chroma_rest.nearest(target, collection, vector, n, where={"store": self.store})
+                if chroma_server.shared_hits_wanted():
+                    found += chroma_rest.nearest(target, collection, vector, n,
+                                                 where={"store": {"$ne": self.store}})
+                found.sort(key=lambda near: near.distance)
+            return [_hit(near.metadata, near.document, near.distance) for near in found]
 
         try:
             return self._with_collection(workspace, nearest, create=False) or []
@@ -148,16 +170,18 @@ class VectorIndex:
 
     def first_chunks(self, workspace: str, episode_ids: Sequence[int]) -> dict[int, tuple[Sequence[float], str]]:
         """The stored vector and text of each of this store's episodes' first chunk, by episode id (missing ones
-        left out): what the workspace index clusters into topics, without embedding anything again."""
+        left out): what the workspace index clusters into topics, without embedding anything again. The text is
+        empty where the collection keeps none (the local server's): the caller reads the store."""
         if not episode_ids:
             return {}
 
-        def fetch(url: str, collection: chroma_rest.Collection) -> dict[int, tuple[Sequence[float], str]]:
-            result = chroma_rest.get(url, collection, [self._chunk_id(episode_id, 0) for episode_id in episode_ids],
+        def fetch(target: Endpoint, collection: chroma_rest.Collection) -> dict[int, tuple[Sequence[float], str]]:
+            result = chroma_rest.get(target, collection,
+                                     [self._chunk_id(episode_id, 0) for episode_id in episode_ids],
                                      include=["embeddings", "documents", "metadatas"])
             embeddings = result.get("embeddings") or []
-            documents = result.get("documents") or []
             metadatas = result.get("metadatas") or []
+            documents = result.get("documents") or [None] * len(metadatas)
             return {int(str(meta["episode_id"])): (vector, document or "")
                     for meta, vector, document in zip(metadatas, embeddings, documents, strict=True)}
 
@@ -166,7 +190,7 @@ class VectorIndex:
     def delete_episode(self, workspace: str, episode_id: int) -> None:
         """Remove every chunk of one of this store's episodes (retracted, or about to be re-chunked)."""
         where = {"$and": [{"store": self.store}, {"episode_id": episode_id}]}
-        self._with_collection(workspace, lambda url, collection: chroma_rest.delete(url, collection, where),
+        self._with_collection(workspace, lambda target, collection: chroma_rest.delete(target, collection, where),
                               create=False)
 
     def count(self, workspace: str) -> int:
@@ -176,54 +200,116 @@ class VectorIndex:
     def forget_store(self, workspace: str) -> None:
         """Delete this store's chunks of a workspace (a full reindex starts from nothing); a teammate's chunks in
         a shared collection stay."""
-        self._with_collection(workspace, lambda url, collection: chroma_rest.delete(url, collection,
-                                                                                    {"store": self.store}),
+        self._with_collection(workspace, lambda target, collection: chroma_rest.delete(target, collection,
+                                                                                       {"store": self.store}),
                               create=False)
+
+    def endpoint(self) -> Endpoint:
+        """The server this index talks to (the local one is started if need be): raises `VectorIndexUnavailable`."""
+        try:
+            return self._pinned or chroma_server.endpoint()
+        except chroma_server.ChromaServerError as error:
+            raise VectorIndexUnavailable(f"the vector index is unreachable: {error}") from error
+
+    def where(self) -> str:
+        """The server, named for a person: the team's URL, or the local server."""
+        if self._pinned is not None:
+            return self._pinned.url
+        return chroma_server.remote_url() or "the local Chroma server"
+
+    def vacuum(self) -> tuple[int, int] | None:
+        """Have the local server rewrite Chroma's SQLite file so no deleted row's bytes remain: (bytes before,
+        after); None on a team's server, which codeoid cannot vacuum."""
+        target = self.endpoint()
+        if keeps_text(target):
+            return None
+        try:
+            return chroma_rest.vacuum(target)
+        except chroma_rest.ChromaUnreachable as error:
+            raise VectorIndexUnavailable(f"the vector index at {self.where()} could not be vacuumed: {error}") \
+                from error
 
     def _chunk_id(self, episode_id: int, number: int) -> str:
         return f"{self.store}:{episode_id}:{number}"
 
-    def _with_collection(self, workspace: str, operation: Callable[[str, chroma_rest.Collection], T], *,
+    def _with_collection(self, workspace: str, operation: Callable[[Endpoint, chroma_rest.Collection], T], *,
                          create: bool) -> T | None:
         """Run `operation` on the workspace's collection; None when it does not exist and `create` is False.
         Tries twice: a server that stopped while idle is restarted, a collection deleted since it was opened is
-        opened again; then gives up with `VectorIndexUnavailable`."""
-        name = collection_name(workspace)
+        opened again, a token the server refused is read again; then gives up with `VectorIndexUnavailable`."""
         failure: Exception | None = None
         for _ in range(2):
+            name = collection_name(workspace)
             try:
-                url = self._url or chroma_server.server_url()
-                if self._url is None and chroma_server.remote_url() is None:
+                target = self._pinned or chroma_server.endpoint()
+                name = collection_name(workspace, with_text=keeps_text(target))
+                if self._pinned is None and chroma_server.remote_url() is None:
                     chroma_server.touch_lease()
-                collection = self._open(url, workspace, create)
+                collection = self._open(target, workspace, create)
                 if collection is None:
                     return None
-                return operation(url, collection)
+                return operation(target, collection)
             except (chroma_rest.ChromaUnreachable, chroma_server.ChromaServerError) as error:
                 failure = error
                 with self._collections_lock:
                     self._collections.pop(name, None)
-        where = self._url or chroma_server.remote_url() or "the local Chroma server"
-        raise VectorIndexUnavailable(f"the vector index at {where} is unreachable: {failure}") from failure
+        raise VectorIndexUnavailable(f"the vector index at {self.where()} is unreachable: {failure}") from failure
 
-    def _open(self, url: str, workspace: str, create: bool) -> chroma_rest.Collection | None:
-        name = collection_name(workspace)
+    def _open(self, target: Endpoint, workspace: str, create: bool) -> chroma_rest.Collection | None:
+        with_text = keeps_text(target)
+        name = collection_name(workspace, with_text=with_text)
         with self._collections_lock:
             found = self._collections.get(name)
         if found is not None:
             return found
-        if create:
-            if self._url is None and chroma_server.remote_url() is None:
-                # On this machine's own server the collection from before store-qualified chunk ids is dead
-                # weight: the store re-indexes into the new one. A team server's is left, for teammates still on
-                # an older codeoid.
-                chroma_rest.delete_collection(url, legacy_collection_name(workspace))
+        found = chroma_rest.open_collection(target, name)
+        if found is None and not with_text:
+            # This machine's own server: the collections of older codeoids are dead weight (before store-qualified
+            # chunk ids), or hold text it no longer keeps (v2). A team server's are left, for teammates still on
+            # an older codeoid.
+            chroma_rest.delete_collection(target, legacy_collection_name(workspace))
+            found = _without_text(target, workspace, create)
+        if found is None and create:
             from codeoid.memory.embedding import default_embedder
 
-            found = chroma_rest.create_collection(url, name, default_embedder(), {"codeoid_workspace": workspace})
-        else:
-            found = chroma_rest.open_collection(url, name)
+            found = chroma_rest.create_collection(target, name, default_embedder(), {"codeoid_workspace": workspace})
         if found is not None:
             with self._collections_lock:
                 self._collections[name] = found
         return found
+
+
+def keeps_text(target: Endpoint) -> bool:
+    """Whether chunks sent to `target` carry their text: on a team's server (teammates read it), never on the local
+    one (`codeoid.memory.chroma_serve`, a unix socket), whose store has it."""
+    return not target.url.startswith("unix:")
+
+
+COPY_PAGE = 500
+
+
+def _without_text(target: Endpoint, workspace: str, create: bool) -> chroma_rest.Collection | None:
+    """The local collection an older codeoid filled with text (v2), copied into one without (v3): vectors and
+    metadata page by page, then the old one dropped and Chroma's file vacuumed so its text is gone from the disk.
+    None when there is no old collection (and `create` is False)."""
+    old = chroma_rest.open_collection(target, collection_name(workspace))
+    if old is None:
+        return None
+    from codeoid.memory.embedding import default_embedder
+
+    new = chroma_rest.create_collection(target, collection_name(workspace, with_text=False), default_embedder(),
+                                        {"codeoid_workspace": workspace})
+    copied = 0
+    while True:
+        page = chroma_rest.get_page(target, old, offset=copied, limit=COPY_PAGE, include=["embeddings", "metadatas"])
+        ids = page.get("ids") or []
+        if not ids:
+            break
+        chroma_rest.upsert(target, new, ids=ids, embeddings=page.get("embeddings") or [], documents=None,
+                           metadatas=page.get("metadatas") or [{} for _ in ids])
+        copied += len(ids)
+    chroma_rest.delete_collection(target, collection_name(workspace))
+    before, after = chroma_rest.vacuum(target)
+    log("vectors", f"{workspace}: {copied} chunks moved to a collection without text; Chroma's file vacuumed "
+                   f"({before:,} -> {after:,} bytes)")
+    return new

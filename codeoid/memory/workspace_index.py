@@ -272,9 +272,29 @@ def _topics(db: sqlite3.Connection, workspace_id: int, vectors: VectorIndex) -> 
     found = sorted(stored)
     if len(found) < MIN_EPISODES:
         return []
-    topics = find_topics(found, np.array([stored[i][0] for i in found]), [stored[i][1] for i in found])
+    texts = _chunk_texts(db, found, {i: stored[i][1] for i in found})
+    topics = find_topics(found, np.array([stored[i][0] for i in found]), [texts[i] for i in found])
     return [{"label": topic.label, "share": round(topic.share, 3), "example_episode": topic.example_episode}
             for topic in topics]
+
+
+def _chunk_texts(db: sqlite3.Connection, episode_ids: list[int], stored: dict[int, str]) -> dict[int, str]:
+    """Each episode's first chunk's text: Chroma's where it keeps the text (a team's server), else the store's, as
+    the indexer redacts it (the local server keeps none)."""
+    missing = [i for i in episode_ids if not stored.get(i)]
+    if not missing:
+        return stored
+    from codeoid.memory import chunking, privacy
+    from codeoid.store import queries
+
+    policy = privacy.Policy.from_env()
+    texts = dict(stored)
+    marks = ", ".join("?" for _ in missing)
+    for row in queries._rows(db.execute(
+            f"""SELECT id, kind, tool_name, original_command, command, summary, substr(text, 1, 4000) AS text
+                FROM episodes WHERE id IN ({marks})""", missing)):
+        texts[int(row["id"])] = policy.redact(chunking.episode_header(row) + "\n" + (row["text"] or ""))
+    return {i: texts.get(i, "") for i in episode_ids}
 
 
 def _others_since(db: sqlite3.Connection, workspace_id: int, after_episode_id: int, session_id: str) -> int:

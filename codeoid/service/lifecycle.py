@@ -1,7 +1,7 @@
 """Starting the memory service on demand, once per data dir, and finding, restarting or stopping it.
 
-Shared the way `codeoid.memory.chroma_server` shares `chroma run`, through `codeoid.detached` (lock, state file,
-launch, detaching). Files, under `<data dir>/service/`:
+Shared the way `codeoid.memory.chroma_server` shares the local Chroma server, through `codeoid.detached` (lock,
+state file, launch, detaching). Files, under `<data dir>/service/`:
   lock          an flock held by whoever starts or stops the service, so simultaneous starters get one service
   service.json  the service's pid, its start time (against pid reuse) and its socket
   sock          the unix socket it serves on (0600, in a 0700 directory)

@@ -429,8 +429,9 @@ def _loss_findings(data_dir: Path) -> list[Finding]:
     count, lines = loss_ring.losses(str(data_dir / "logs" / "lost.ring"))
     if not count:
         return [Finding("ok", "No event has been lost.")]
-    return [Finding("fail", f"{count} event(s) were lost because the disk was full and not even the spool could "
-                            f"take them; the last: {lines[-1] if lines else 'unknown'}. Free space under {data_dir}.")]
+    return [Finding("fail", f"{count} event(s) were lost (not even the spool could take them: a full disk, or a hook "
+                            f"killed while spooling); the last: {lines[-1] if lines else 'unknown'}. Free space "
+                            f"under {data_dir} if the disk is full.")]
 
 
 def _backlog_findings(data_dir: Path) -> list[Finding]:
@@ -448,6 +449,12 @@ def _backlog_findings(data_dir: Path) -> list[Finding]:
         )
     else:
         findings.append(Finding("ok", "No events wait in the spool."))
+    unfinished = spool.orphans(str(spool_dir), now=float("inf")) if spool_dir.is_dir() else []
+    if unfinished:
+        findings.append(Finding(
+            "warn", f"{len(unfinished)} unfinished spool write(s) ({_mb(sum(size for _, size in unfinished))}) were "
+                    "left by hooks killed while spooling; no event waits in them. `codeoid gc --apply` sweeps those "
+                    f"older than {spool.ORPHAN_GRACE_SECONDS // 60} minutes and counts each as a lost event."))
     quarantine = data_dir / "quarantine"
     names = sorted(entry.name for entry in quarantine.iterdir() if entry.is_file()) if quarantine.is_dir() else []
     databases = [name for name in names if name.endswith(".db")]

@@ -9,9 +9,11 @@ swept after a grace period (corrupt databases moved aside are never swept). `pla
 and vacuums so the file really shrinks.
 
 `forget` is different in kind: it deletes an episode's text, input, response, raw output and FTS entries for
-good (with `secure_delete`, the FTS index merged so no segment keeps the old terms, the WAL truncated) and queues
-its vectors for removal, leaving a tombstone row (id, time, kind, session, summary "forgotten") so the timeline
-stays consistent and a replayed hook cannot bring it back. `retract` stays the undoable hide.
+good (with `secure_delete`, the FTS index merged so no segment keeps the old terms, the WAL truncated), drops the
+prebuilt workspace index that may quote it, and queues its vectors for removal (`codeoid forget` removes them from
+Chroma at once, `codeoid.memory.forgetting`), leaving a tombstone row (id, time, kind, session, summary
+"forgotten") so the timeline stays consistent and a replayed hook cannot bring it back. `retract` stays the
+undoable hide.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ INCOMPLETE_GRACE_SECONDS = 24 * 3600
 QUARANTINE_GRACE_SECONDS = 30 * 24 * 3600
 RAW_EXPIRED = "[raw expired]"
 FORGOTTEN = "forgotten"
+UNFINISHED_SPOOL = "unfinished spool writes"
 _UNITS = {"": 1, "b": 1, "k": 1024, "kb": 1024, "kib": 1024, "m": 1024**2, "mb": 1024**2, "mib": 1024**2,
           "g": 1024**3, "gb": 1024**3, "gib": 1024**3, "t": 1024**4, "tb": 1024**4, "tib": 1024**4}
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
@@ -73,7 +76,8 @@ def disk_budget() -> int:
 
 
 def file_sizes(data_dir: str) -> dict[str, int]:
-    """Bytes on disk under the data dir by kind: store, vectors, spool, quarantine, logs, cache, other."""
+    """Bytes on disk under the data dir by kind: store, vectors, spool, quarantine, logs, cache, other, and the
+    unfinished spool writes of hooks killed while spooling (`.tmp` in the spool: no event waits in them)."""
     sizes: dict[str, int] = {}
     try:
         entries = os.listdir(data_dir)
@@ -82,7 +86,18 @@ def file_sizes(data_dir: str) -> dict[str, int]:
     for name in entries:
         kind = _KINDS.get(name, "other")
         sizes[kind] = sizes.get(kind, 0) + _tree_size(os.path.join(data_dir, name))
+    unfinished = _unfinished_spool_bytes(os.path.join(data_dir, "spool"))
+    if unfinished:
+        sizes["spool"] -= unfinished
+        sizes[UNFINISHED_SPOOL] = unfinished
     return sizes
+
+
+def _unfinished_spool_bytes(directory: str) -> int:
+    try:
+        return sum(_size(entry.path) for entry in os.scandir(directory) if entry.name.endswith(".tmp"))
+    except FileNotFoundError:
+        return 0
 
 
 def store_breakdown(db: sqlite3.Connection) -> dict[str, int]:
@@ -268,13 +283,20 @@ def forget(db: sqlite3.Connection, episode_ids: list[int], *, vacuum: bool = Fal
         # The neighbour index holds copies of the text in the rows around each one: rebuilt now, not at the
         # next search.
         context_index.rebuild_around(db, [int(episode_id) for episode_id, _ in rows])
+        # The prebuilt workspace index (and what each window was shown of it) may quote the text in a topic or a
+        # session's one-liner: dropped, for the builder to make again from what is left.
+        workspaces = f"SELECT DISTINCT workspace_id FROM episodes WHERE id IN ({marks})"
+        db.execute(f"DELETE FROM workspace_index WHERE workspace_id IN ({workspaces})", episode_ids)
+        db.execute(f"DELETE FROM workspace_index_views WHERE workspace_id IN ({workspaces})", episode_ids)
     notes: list[str] = []
     if rows:
         with write_transaction(db):
             # FTS5 deletes add tombstones to new segments; merging them all drops the old terms for good.
             db.execute("INSERT INTO episodes_fts(episodes_fts) VALUES ('optimize')")
             db.execute("INSERT INTO episodes_context(episodes_context) VALUES ('optimize')")
-    vacuumed = _vacuum(db, notes) if vacuum and rows else False
+    # Asked for, a vacuum runs even when nothing was left to forget: `forget --vacuum` after a `forget` is how the
+    # free pages the first one left are given back.
+    vacuumed = _vacuum(db, notes) if vacuum else False
     if rows and not vacuumed:
         try:
             db.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # old page images in the WAL still hold the text

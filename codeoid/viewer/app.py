@@ -1,9 +1,12 @@
 """The ASGI app: the pages under a per-run secret path, each request reading the store on its own connection.
 
 The token is the first path segment (`/<token>/search?q=...`), so every link a page prints carries it and a
-bookmark works for the run; any other path is a plain 404 that says nothing about what is there. The pages carry
-no script at all, and the Content-Security-Policy says so: a stored episode that holds HTML can never run in the
-viewer (everything is escaped too). Every handler is synchronous: Starlette runs it in a worker thread.
+bookmark works for the run; any other path is a plain 404 that says nothing about what is there. Every request must
+name the viewer itself as its Host (127.0.0.1 or localhost with its port): a page of another site whose name was
+made to resolve to 127.0.0.1 (DNS rebinding) sends its own name and is refused before any page is read. A POST must
+also carry an Origin that is the viewer's own (browsers send one with every form POST); one without is refused.
+The pages carry no script at all, and the Content-Security-Policy says so: a stored episode that holds HTML can
+never run in the viewer (everything is escaped too). Every handler is synchronous: Starlette runs it in a worker thread.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from codeoid.store import db as store_db
 from codeoid.viewer import pages
@@ -33,10 +37,18 @@ SECURITY_HEADERS = {
 }
 
 
-def create_app(token: str, *, data_dir: Path, project_dir: Path, allow_retract: bool = False) -> Starlette:
-    """The viewer for the store in `data_dir`, served under `/<token>/`; with `allow_retract`, episode pages can
-    retract their episode (a POST from the viewer's own pages only)."""
+def own_hosts(port: int) -> frozenset[str]:
+    """The Host values a request to the viewer on `port` may carry: its loopback address or localhost."""
+    return frozenset(f"{name}:{port}" for name in ("127.0.0.1", "localhost"))
+
+
+def create_app(token: str, *, port: int, data_dir: Path, project_dir: Path, allow_retract: bool = False
+               ) -> ASGIApp:
+    """The viewer for the store in `data_dir`, served on 127.0.0.1:`port` under `/<token>/`; with `allow_retract`,
+    episode pages can retract their episode (a POST from the viewer's own pages only)."""
     links = Links(token)
+    hosts = own_hosts(port)
+    origins = frozenset(f"http://{host}" for host in hosts)
     store_path = data_dir / "store.db"
 
     @contextmanager
@@ -90,9 +102,9 @@ def create_app(token: str, *, data_dir: Path, project_dir: Path, allow_retract: 
 
         def same_origin_retract(request: Request) -> Response:
             # The token keeps other sites from knowing the URL; the Origin check refuses a form posted from one
-            # that learned it anyway (browsers send Origin with every POST).
-            origin = request.headers.get("origin")
-            if origin is not None and origin != f"{request.url.scheme}://{request.url.netloc}":
+            # that learned it anyway. It is compared with the viewer's own address, never with the request's Host,
+            # which a rebinding page sets to its own name along with a matching Origin.
+            if request.headers.get("origin") not in origins:
                 return PlainTextResponse("Refused: the request did not come from this viewer.", status_code=403)
             return retract(request)
 
@@ -101,4 +113,22 @@ def create_app(token: str, *, data_dir: Path, project_dir: Path, allow_retract: 
     def not_found(request: Request, exc: Exception) -> Response:
         return PlainTextResponse("Not found.", status_code=404)
 
-    return Starlette(routes=[Mount(f"/{token}", routes=routes)], exception_handlers={404: not_found})
+    app = Starlette(routes=[Mount(f"/{token}", routes=routes)], exception_handlers={404: not_found})
+    return _OwnHostOnly(app, hosts)
+
+
+class _OwnHostOnly:
+    """ASGI middleware: a request whose Host is not the viewer's own gets a bare 421 and reaches no page."""
+
+    def __init__(self, app: ASGIApp, hosts: frozenset[str]) -> None:
+        self.app = app
+        self.hosts = hosts
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            host = next((value.decode("latin-1") for name, value in scope["headers"] if name == b"host"), None)
+            if host not in self.hosts:
+                await PlainTextResponse("Refused: this viewer answers only to its own address.",
+                                        status_code=421)(scope, receive, send)
+                return
+        await self.app(scope, receive, send)

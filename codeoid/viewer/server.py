@@ -41,7 +41,7 @@ def serve(listener: socket.socket, token: str, *, data_dir: Path, project_dir: P
 
     port = listener.getsockname()[1]
     url = f"http://{HOST}:{port}/{token}/"
-    app = create_app(token, data_dir=data_dir, project_dir=project_dir, allow_retract=allow_retract)
+    app = create_app(token, port=port, data_dir=data_dir, project_dir=project_dir, allow_retract=allow_retract)
     config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off")
     server = _AnnouncingServer(config, lambda: on_ready(url))
     server.run(sockets=[listener])
