@@ -203,7 +203,7 @@ def test_no_help_text_is_cut_and_the_examples_keep_their_lines() -> None:
 def test_the_plugins_command_files_are_the_ones_install_writes() -> None:
     from codeoid.setup.slash_commands import PLUGIN_CODEOID, command_texts
 
-    shipped = {path.name: path.read_text() for path in (REPO / "commands").glob("*.md")}
+    shipped = {path.name: path.read_text() for path in (REPO / "plugin" / "commands").glob("*.md")}
     assert shipped == command_texts(PLUGIN_CODEOID)
 
 
