@@ -24,7 +24,7 @@ import tomllib
 from dataclasses import dataclass, field
 
 from codeoid import paths
-from codeoid.store import context_index
+from codeoid.store import context_index, session_titles
 from codeoid.store.db import write_transaction
 
 DEFAULT_BUDGET = 2 * 1024**3
@@ -268,6 +268,7 @@ def forget(db: sqlite3.Connection, episode_ids: list[int], *, vacuum: bool = Fal
         # The neighbour index holds copies of the text in the rows around each one: rebuilt now, not at the
         # next search.
         context_index.rebuild_around(db, [int(episode_id) for episode_id, _ in rows])
+        session_titles.refresh_titles(db, session_titles.sessions_of(db, [int(episode_id) for episode_id, _ in rows]))
     notes: list[str] = []
     if rows:
         with write_transaction(db):
