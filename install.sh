@@ -39,10 +39,16 @@ fi
 # every hook would triple its start-up time.
 [ -x "$venv/bin/python" ] || "$python" -m venv "$venv"
 # --no-compile: pip would byte-compile all ~6,500 modules of the dependencies (half the install time and 120 MB),
-# most of which codeoid never imports (chromadb brings the Kubernetes client, gRPC, OpenTelemetry); Python
-# compiles the few hundred it does import on first use, in milliseconds. pip's own lines are the progress report.
-echo "Installing codeoid and its dependencies into $venv with pip (about 30 s, more while pip downloads ~200 MB the first time)..."
+# most of which codeoid never imports (chromadb brings the Kubernetes client, gRPC, OpenTelemetry). Importing what
+# the hooks, the MCP server, the memory service, the CLI and `chroma run` load compiles just those ~1,000 now, so a
+# first session's MCP server starts as fast as a later one's (compiling them at its first start doubled it).
+# (-I: isolated, so the checkout's own codeoid/ folder cannot stand in for the installed package.) pip's own lines
+# are the progress report.
+echo "Installing codeoid and its dependencies into $venv with pip (about 30 s, longer while pip downloads them the first time)..."
 "$venv/bin/python" -m pip install --disable-pip-version-check --no-compile --progress-bar on ".$extras"
+"$venv/bin/python" -I -c "import codeoid.mcp_server.main, codeoid.hooks.main, codeoid.capture.events, codeoid.cli, \
+codeoid.service.daemon, codeoid.service.app, codeoid.memory.embedding, codeoid.memory.vector_index, \
+codeoid.memory.retrieval, codeoid.compressors.runner, onnxruntime, tokenizers, numpy, uvicorn, chromadb.cli.cli"
 echo "codeoid $("$venv/bin/codeoid" --version | awk '{print $NF}') installed in $venv"
 
 [ "$register" = 1 ] || exit 0
