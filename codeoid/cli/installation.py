@@ -130,7 +130,17 @@ def _stop_processes(data_dir: str) -> None:
     """Stop the background processes, check that none is left, and name the ones that end with a session."""
     from codeoid.setup import processes
 
-    stopped, left = processes.stop_background(data_dir)
+    stopped = processes.background_processes(data_dir)
+    if os.path.isdir(data_dir):  # a stop must not create the data dir of an install that never ran
+        from codeoid.memory import chroma_server
+        from codeoid.service import lifecycle
+
+        # Through their own stop first: it takes each one's lock and forgets its state, so no client trusts a dead
+        # one; then whatever is still found (a state file lost, a stop that failed) is ended directly.
+        lifecycle.stop_service(timeout=processes.STOP_TIMEOUT_SECONDS)
+        chroma_server.stop_server(timeout=processes.STOP_TIMEOUT_SECONDS)
+        processes.end_all(processes.background_processes(data_dir))
+    left = processes.background_processes(data_dir)
     if left:
         raise click.ClickException(
             f"Could not stop {', '.join(entry.label() for entry in left)}: end them with `kill -9 "

@@ -1,4 +1,4 @@
-"""The processes codeoid runs for one data dir, found and stopped for `codeoid uninstall`.
+"""The processes codeoid runs for one data dir, found (and ended) for `codeoid uninstall`.
 
 Two kinds. The background ones codeoid starts on demand and that outlive every session: the memory service, the
 Chroma watchdog and its `chroma run` (`codeoid.detached` launches them with `SPARE_ENV` in their environment and
@@ -65,20 +65,9 @@ def session_processes(data_dir: str) -> list[CodeoidProcess]:
     return found
 
 
-def stop_background(data_dir: str) -> tuple[list[CodeoidProcess], list[CodeoidProcess]]:
-    """Stop every background process of `data_dir` (SIGTERM, then SIGKILL), and look again: (stopped, left)."""
-    from codeoid.memory import chroma_server
-    from codeoid.service import lifecycle
-
-    found = background_processes(data_dir)
-    if not os.path.isdir(data_dir):
-        return [], found  # nothing was ever started here (and a stop must not create the data dir)
-    # Through their own stop first: it takes each one's lock and forgets its state, so no client trusts a dead one.
-    lifecycle.stop_service(timeout=STOP_TIMEOUT_SECONDS)
-    chroma_server.stop_server(timeout=STOP_TIMEOUT_SECONDS)
-    left = background_processes(data_dir)
-    detached.end([entry.process for entry in left], STOP_TIMEOUT_SECONDS)
-    return found, background_processes(data_dir)
+def end_all(found: list[CodeoidProcess]) -> None:
+    """SIGTERM, then SIGKILL for whatever still runs after `STOP_TIMEOUT_SECONDS`."""
+    detached.end([entry.process for entry in found], STOP_TIMEOUT_SECONDS)
 
 
 def _background_kind(cmdline: list[str]) -> str:
