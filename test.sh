@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Run the whole test suite from scratch: codeoid installed into a venv the way install.sh installs it, the
-# pinned agent CLIs from npm (Claude Code, Codex, Gemini) for the end-to-end tests, then pytest. Arguments go
+# Run the whole test suite from scratch: codeoid installed into a venv the way install.sh installs it, `ruff check`,
+# the pinned agent CLIs from npm (Claude Code, Codex, Gemini) for the end-to-end tests, then pytest. Arguments go
 # to pytest.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")"
@@ -10,6 +10,9 @@ PINNED_CLIS=("@anthropic-ai/claude-code@2.1.332" "@openai/codex@0.171.0" "@googl
 export CODEOID_VENV=${CODEOID_VENV:-.venv}
 
 ./install.sh --no-register --extras test
+
+# Style first: a lint error fails the run in seconds, before the suite's minutes.
+"$CODEOID_VENV/bin/ruff" check .
 
 # The viewer's browser tests drive Debian's Chromium (about two minutes to install, once).
 if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then

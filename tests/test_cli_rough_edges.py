@@ -136,13 +136,13 @@ def test_sessions_and_timeline_have_headers_plurals_and_name_the_workspace(memor
     memory.user(memory.backing("cc-2", project=other), "elsewhere")
 
     listed = codeoid(memory, "sessions").output.splitlines()
-    assert listed[0].split() == ["session", "agent", "last", "activity", "turns", "episodes", "rotations"]
-    assert " 1 turn " in listed[1] and " 1 episode " in listed[1] and "0 rotations" in listed[1]
+    assert listed[0].split() == ["session", "agent", "last", "activity", "turns", "episodes", "rotations", "title"]
+    assert " 1 turn " in listed[1] and " 1 episode " in listed[1] and "0 rotations  one prompt" in listed[1]
     assert listed[1].split()[1] == "claude"
     everywhere = codeoid(memory, "sessions", "--all-workspaces").output.splitlines()
-    assert everywhere[0].rstrip().endswith("workspace")
-    assert {line.rsplit(" ", 1)[-1] for line in everywhere[1:]} == {str(memory.project.resolve()),
-                                                                    str(other.resolve())}
+    assert everywhere[0].rstrip().endswith("workspace  title")
+    assert sorted(line.endswith((f"{memory.project.resolve()}  one prompt", f"{other.resolve()}  elsewhere"))
+                  for line in everywhere[1:]) == [True, True]
 
     lines = codeoid(memory, "timeline").output.splitlines()
     assert lines[0].split() == ["id", "time", "kind", "summary"] and "one prompt" in lines[1]
@@ -203,7 +203,7 @@ def test_no_help_text_is_cut_and_the_examples_keep_their_lines() -> None:
 def test_the_plugins_command_files_are_the_ones_install_writes() -> None:
     from codeoid.setup.slash_commands import PLUGIN_CODEOID, command_texts
 
-    shipped = {path.name: path.read_text() for path in (REPO / "commands").glob("*.md")}
+    shipped = {path.name: path.read_text() for path in (REPO / "plugin" / "commands").glob("*.md")}
     assert shipped == command_texts(PLUGIN_CODEOID)
 
 

@@ -594,11 +594,81 @@ def test_doctor_says_when_nothing_is_installed(home: Path) -> None:
     assert "codeoid is not installed" in _statuses(doctor_report(home=home), "fail")
 
 
+# servers that hide codeoid's in one folder (what Claude Code 2.1.332 was seen to load: local, then any
+# .mcp.json from the folder up, then user; a .mcp.json server named in disabledMcpjsonServers does not load)
+
+OLD_CHECKOUT_SERVER = {"type": "stdio", "command": "${CLAUDE_PLUGIN_ROOT}/hooks/launch-mcp", "args": []}
+
+
+def _git_project(path: Path) -> Path:
+    (path / ".git").mkdir(parents=True)
+    return path
+
+
+def test_doctor_fails_where_a_project_mcp_json_hides_codeoids_server(home: Path, bin_dir: Path, tmp_path: Path
+                                                                      ) -> None:
+    checkout = _git_project(tmp_path / "checkout")
+    _write(checkout / ".mcp.json", {"mcpServers": {"codeoid": OLD_CHECKOUT_SERVER}})
+    install(home=home, project_dir=checkout, bin_dir=bin_dir)
+
+    for folder in (checkout, checkout / "codeoid" / "memory"):
+        folder.mkdir(parents=True, exist_ok=True)
+        failed = _statuses(doctor_report(home=home, project_dir=folder), "fail")
+        assert f"{checkout / '.mcp.json'} declares a project-scope MCP server named 'codeoid'" in failed
+        assert "${CLAUDE_PLUGIN_ROOT}/hooks/launch-mcp" in failed and "no memory tools" in failed
+        assert f'"disabledMcpjsonServers": ["codeoid"] in {checkout}/.claude/settings.local.json' in failed
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    report = doctor_report(home=home, project_dir=elsewhere)
+    assert not _statuses(report, "fail")
+    assert f"No project or local MCP server named 'codeoid' hides codeoid's in {elsewhere}" in _statuses(report, "ok")
+
+
+def test_install_says_when_the_folder_it_runs_in_hides_the_server(home: Path, bin_dir: Path, tmp_path: Path) -> None:
+    checkout = _git_project(tmp_path / "checkout")
+    _write(checkout / ".mcp.json", {"mcpServers": {"codeoid": OLD_CHECKOUT_SERVER}})
+    notes = " ".join(install(home=home, project_dir=checkout, bin_dir=bin_dir).notes)
+    assert "declares a project-scope MCP server named 'codeoid'" in notes
+
+
+def test_a_disabled_project_server_hides_nothing(home: Path, bin_dir: Path, tmp_path: Path) -> None:
+    checkout = _git_project(tmp_path / "checkout")
+    _write(checkout / ".mcp.json", {"mcpServers": {"codeoid": OLD_CHECKOUT_SERVER}})
+    _write(checkout / ".claude" / "settings.local.json", {"disabledMcpjsonServers": ["codeoid"]})
+    install(home=home, project_dir=checkout, bin_dir=bin_dir)
+    assert not _statuses(doctor_report(home=home, project_dir=checkout), "fail")
+
+
+def test_a_project_server_of_codeoids_own_or_of_another_name_hides_nothing(home: Path, bin_dir: Path,
+                                                                           tmp_path: Path) -> None:
+    checkout = _git_project(tmp_path / "checkout")
+    own = {"type": "stdio", "command": str(bin_dir / "codeoid-mcp"), "args": []}
+    _write(checkout / ".mcp.json", {"mcpServers": {"codeoid": own, "github": OLD_CHECKOUT_SERVER}})
+    install(home=home, project_dir=checkout, bin_dir=bin_dir)
+    assert not _statuses(doctor_report(home=home, project_dir=checkout), "fail")
+
+
+def test_doctor_fails_where_a_local_scope_server_hides_codeoids(home: Path, bin_dir: Path, tmp_path: Path) -> None:
+    checkout = _git_project(tmp_path / "checkout")
+    install(home=home, project_dir=checkout, bin_dir=bin_dir)
+    state = _read(home / ".claude.json")
+    # Claude Code keys a local-scope server by the git root, and it then applies in every folder below.
+    state["projects"] = {str(checkout): {"mcpServers": {"codeoid": {"type": "http", "url": "http://127.0.0.1:9/mcp"}}}}
+    _write(home / ".claude.json", state)
+
+    failed = _statuses(doctor_report(home=home, project_dir=checkout / "src"), "fail")
+    assert f"has a local-scope MCP server named 'codeoid' for {checkout} (it runs http://127.0.0.1:9/mcp)" in failed
+    assert f"`claude mcp remove -s local codeoid` run in {checkout}" in failed
+
+
 # the plugin route's files
 
 
+PLUGIN = REPO / "plugin"
+
+
 def test_plugin_hooks_json_registers_the_same_events_matchers_and_timeouts_as_the_table() -> None:
-    hooks = _read(REPO / "hooks" / "hooks.json")["hooks"]
+    hooks = _read(PLUGIN / "hooks" / "hooks.json")["hooks"]
 
     assert list(hooks) == TABLE_EVENTS
     for registration in HOOK_TABLE:
@@ -607,100 +677,111 @@ def test_plugin_hooks_json_registers_the_same_events_matchers_and_timeouts_as_th
         assert group["hooks"] == [
             {
                 "type": "command",
-                "command": f'"${{CLAUDE_PLUGIN_ROOT}}"/hooks/launch {registration.event}',
+                "command": f'"${{CLAUDE_PLUGIN_ROOT}}"/hooks/launch codeoid-hook {registration.event}',
                 "timeout": registration.timeout,
             }
         ]
 
 
-def test_plugin_mcp_json_starts_codeoid_through_its_launcher() -> None:
-    assert _read(REPO / ".mcp.json") == {
-        "mcpServers": {
-            "codeoid": {
-                "type": "stdio",
-                "command": "${CLAUDE_PLUGIN_ROOT}/hooks/launch-mcp",
-                "args": [],
-                "alwaysLoad": True,
-            }
+def test_the_plugin_declares_its_server_in_its_manifest_and_the_checkout_has_no_project_server() -> None:
+    """A `.mcp.json` at the checkout's root would be a project-scope server there, and a server named codeoid in
+    it hides the user-scope one in every folder of the checkout (measured with the real CLI)."""
+    assert _read(PLUGIN / ".claude-plugin" / "plugin.json")["mcpServers"] == {
+        "codeoid": {
+            "type": "stdio",
+            "command": "${CLAUDE_PLUGIN_ROOT}/hooks/launch",
+            "args": ["codeoid-mcp"],
+            "alwaysLoad": True,
         }
     }
+    tracked = subprocess.run(["git", "ls-files", "*.mcp.json", ".mcp.json"], cwd=REPO, capture_output=True,
+                             text=True, check=True).stdout
+    assert tracked == ""
+
+
+def test_the_marketplace_offers_only_the_plugin_folder() -> None:
+    marketplace = _read(REPO / ".claude-plugin" / "marketplace.json")
+    assert [(plugin["name"], plugin["source"]) for plugin in marketplace["plugins"]] == [("codeoid", "./plugin")]
+    assert not (REPO / ".claude-plugin" / "plugin.json").exists()  # the checkout itself is no plugin
+    shipped = subprocess.run(["git", "ls-files", "plugin"], cwd=REPO, capture_output=True, text=True,
+                             check=True).stdout.split()
+    assert sorted(shipped) == ["plugin/.claude-plugin/plugin.json", "plugin/commands/gain.md",
+                               "plugin/commands/recall.md", "plugin/commands/rotate.md", "plugin/hooks/hooks.json",
+                               "plugin/hooks/launch"]
 
 
 def test_plugin_manifest_names_the_plugin_codeoid_at_the_package_version() -> None:
     from importlib.metadata import version
 
-    manifest = _read(REPO / ".claude-plugin" / "plugin.json")
+    manifest = _read(PLUGIN / ".claude-plugin" / "plugin.json")
+    marketplace = _read(REPO / ".claude-plugin" / "marketplace.json")
     assert (manifest["name"], manifest["version"]) == ("codeoid", version("codeoid"))
+    assert marketplace["plugins"][0]["version"] == version("codeoid")
 
 
-def _launch(script: str, root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def _launch(root: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [str(REPO / "hooks" / script), *args],
+        [str(PLUGIN / "hooks" / "launch"), *args],
         input='{"session_id": "s"}',
         capture_output=True,
         text=True,
         timeout=60,
-        env={"PATH": "/usr/bin:/bin", "CLAUDE_PLUGIN_ROOT": str(root)},
+        env={"PATH": "/usr/bin:/bin", "HOME": str(root / "home"), "CLAUDE_PLUGIN_ROOT": str(root / "plugin"),
+             **(env or {})},
     )
 
 
+def _fake_commands(bin_dir: Path) -> None:
+    bin_dir.mkdir(parents=True)
+    for name in ("codeoid-hook", "codeoid-mcp", "codeoid"):
+        (bin_dir / name).write_text(f'#!/bin/sh\necho "{bin_dir.name}/{name} $*"; cat\n')
+        (bin_dir / name).chmod(0o755)
+
+
 def test_hook_launcher_exits_quietly_when_codeoid_is_not_installed(tmp_path: Path) -> None:
-    result = _launch("launch", tmp_path, "Stop")
+    result = _launch(tmp_path, "codeoid-hook", "Stop")
     assert (result.returncode, result.stdout, result.stderr) == (0, "", "")
 
 
-def test_launchers_prefer_the_plugin_roots_venv(tmp_path: Path) -> None:
-    bin_dir = tmp_path / ".venv" / "bin"
-    bin_dir.mkdir(parents=True)
-    for name in ("codeoid-hook", "codeoid-mcp"):
-        (bin_dir / name).write_text(f'#!/bin/sh\necho "{name} $*"; cat\n')
-        (bin_dir / name).chmod(0o755)
+def test_launcher_prefers_the_checkouts_venv(tmp_path: Path) -> None:
+    _fake_commands(tmp_path / ".venv" / "bin")
+    _fake_commands(tmp_path / "home" / ".local" / "bin")
 
-    hook = _launch("launch", tmp_path, "Stop")
-    server = _launch("launch-mcp", tmp_path)
+    hook = _launch(tmp_path, "codeoid-hook", "Stop")
+    server = _launch(tmp_path, "codeoid-mcp")
 
-    assert (hook.returncode, hook.stdout) == (0, 'codeoid-hook Stop\n{"session_id": "s"}')
-    assert (server.returncode, server.stdout) == (0, 'codeoid-mcp \n{"session_id": "s"}')
+    assert (hook.returncode, hook.stdout) == (0, 'bin/codeoid-hook Stop\n{"session_id": "s"}')
+    assert (server.returncode, server.stdout) == (0, 'bin/codeoid-mcp \n{"session_id": "s"}')
 
 
-def test_mcp_launcher_says_why_it_cannot_start(tmp_path: Path) -> None:
-    result = _launch("launch-mcp", tmp_path)
+def test_a_plugin_copy_without_a_venv_finds_the_commands_linked_in_the_users_bin_dir(tmp_path: Path) -> None:
+    """A marketplace's cache copy holds no venv, and Claude Code's PATH may lack ~/.local/bin."""
+    _fake_commands(tmp_path / "home" / ".local" / "bin")
+    _fake_commands(tmp_path / "xdg-bin")
+
+    default = _launch(tmp_path, "codeoid", "gain", "--daily")
+    xdg = _launch(tmp_path, "codeoid-hook", "Stop", env={"XDG_BIN_HOME": str(tmp_path / "xdg-bin")})
+
+    assert (default.returncode, default.stdout) == (0, 'bin/codeoid gain --daily\n{"session_id": "s"}')
+    assert (xdg.returncode, xdg.stdout) == (0, 'xdg-bin/codeoid-hook Stop\n{"session_id": "s"}')
+
+
+def test_launcher_says_why_the_server_cannot_start(tmp_path: Path) -> None:
+    result = _launch(tmp_path, "codeoid-mcp")
     assert result.returncode == 1
-    assert "codeoid-mcp was found neither" in result.stderr
+    assert "codeoid-mcp was found neither" in result.stderr and "./install.sh --plugin" in result.stderr
 
 
-@pytest.mark.skipif(shutil.which("claude") is None, reason="the claude CLI is not on PATH")
-def test_claude_accepts_the_repository_as_a_plugin(tmp_path: Path) -> None:
+@pytest.mark.skipif(shutil.which("claude") is None and not os.environ.get("CODEOID_CLAUDE_BIN"),
+                    reason="no claude binary: set CODEOID_CLAUDE_BIN (./test.sh does)")
+@pytest.mark.parametrize("folder", ["plugin", "."], ids=["the plugin", "the marketplace"])
+def test_claude_validates_the_plugin_and_the_marketplace(tmp_path: Path, folder: str) -> None:
+    claude = os.environ.get("CODEOID_CLAUDE_BIN") or shutil.which("claude")
     result = subprocess.run(
-        ["claude", "plugin", "validate", str(REPO)],
+        [str(claude), "plugin", "validate", str(REPO / folder)],
         capture_output=True,
         text=True,
         timeout=60,
         env={**os.environ, "HOME": str(tmp_path), "DISABLE_UPDATES": "1", "DISABLE_INSTALLATION_CHECKS": "1"},
     )
     assert result.returncode == 0, result.stdout + result.stderr
-
-
-def test_the_repository_is_a_marketplace_that_claude_adds_and_installs_codeoid_from(tmp_path: Path) -> None:
-    """`/plugin marketplace add <clone>` then `/plugin install codeoid@codeoid`, as the real CLI does them."""
-    claude = os.environ.get("CODEOID_CLAUDE_BIN") or shutil.which("claude")
-    if claude is None:
-        pytest.skip("no claude binary: set CODEOID_CLAUDE_BIN (./test.sh does)")
-    env = {**os.environ, "HOME": str(tmp_path), "DISABLE_UPDATES": "1", "DISABLE_INSTALLATION_CHECKS": "1",
-           "CLAUDE_CODE_DISABLE_OFFICIAL_MARKETPLACE_AUTOINSTALL": "1"}
-
-    def run(*args: str) -> str:
-        # `plugin install` copies the whole directory, a checkout's .venv and .tools included (2 GB here): about
-        # a minute alone, past two minutes beside another suite, so the deadline is generous.
-        done = subprocess.run([claude, "plugin", *args], capture_output=True, text=True, timeout=600, env=env)
-        assert done.returncode == 0, done.stdout + done.stderr
-        return done.stdout
-
-    marketplace = _read(REPO / ".claude-plugin" / "marketplace.json")
-    assert [plugin["name"] for plugin in marketplace["plugins"]] == ["codeoid"]
-    run("marketplace", "add", str(REPO))
-    run("install", "codeoid@codeoid")
-    assert "codeoid@codeoid" in run("list")
-    settings = _read(tmp_path / ".claude" / "settings.json")
-    assert settings["enabledPlugins"] == {"codeoid@codeoid": True}
-    assert settings["extraKnownMarketplaces"]["codeoid"]["source"] == {"source": "directory", "path": str(REPO)}

@@ -36,7 +36,12 @@ def test_install_sh_without_a_terminal_installs_registers_and_says_how_to_start_
     out = done.stdout
     assert "Installing codeoid and its dependencies" in out
     assert "Successfully installed codeoid" in out  # pip's own report, not silenced
-    assert "codeoid is registered with Claude Code" in out
+    assert "codeoid is set up for Claude Code (settings route)" in out
+    linked = home / ".local" / "bin" / "codeoid"
+    assert linked.is_symlink() and linked.resolve() == (Path(sys.prefix) / "bin" / "codeoid").resolve()
+    # That folder is not on this PATH: the installer says so, and says how, and its next steps name the full path.
+    assert f"{home}/.local/bin is not on your PATH" in out and 'export PATH="$HOME/.local/bin:$PATH"' in out
+    assert f"{linked} run" in out
     assert "No terminal here, so Claude Code is not started: run `claude` in a terminal." in out
     assert "Input must be provided" not in out + done.stderr
     settings = json.loads((home / ".claude" / "settings.json").read_text())

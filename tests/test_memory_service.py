@@ -298,7 +298,7 @@ def test_doctor_reports_the_service_without_keeping_it_up_and_uninstall_stops_it
     claude_home.mkdir()
     uninstalled, _ = cli(memory, "uninstall", env={"HOME": str(claude_home)})
     assert uninstalled.returncode == 0, uninstalled.stderr[-2000:]
-    assert f"Stopped the memory service (pid {service.pid})." in uninstalled.stdout
+    assert f"Stopped the memory service (pid {service.pid})" in uninstalled.stdout
     assert not psutil.pid_exists(service.pid) or psutil.Process(service.pid).status() == psutil.STATUS_ZOMBIE
     assert lifecycle.read_state() is None and not Path(service.socket).exists()
 

@@ -457,7 +457,7 @@ def _env_of(process: psutil.Process) -> dict[str, str]:
 
 
 def test_the_plugin_command_file_is_the_one_install_writes() -> None:
-    assert (REPO / "commands" / "rotate.md").read_text() == ROTATE_COMMAND
+    assert (REPO / "plugin" / "commands" / "rotate.md").read_text() == ROTATE_COMMAND
 
 
 def test_a_seed_is_stored_but_never_recalled(codeoid_home: Path, store: Any) -> None:

@@ -151,6 +151,8 @@ def test_every_page_loads_in_chromium_without_a_console_error(
     browser.open(served.url)  # the bare URL lands on the sessions page
     sessions = text_of(browser)
     assert "Sessions" in sessions and "walrus-parser" in sessions and "try-codex" in sessions
+    # Each session titled by its first prompt, so they can be told apart without their hex ids.
+    assert "walrus-parser Why does the parser choke on the walrus operator in fixture… 2 turns" in sessions
     assert "window 1" in sessions and "→ window 97% full" in sessions and "window 2" in sessions
     fork_parent = browser.evaluate("document.querySelector('.lineage li li .node').textContent")
     assert "try-codex" in fork_parent and "forked at turn 1" in fork_parent  # nested under its parent
@@ -190,6 +192,8 @@ def test_search_in_chromium_finds_the_expected_episode_with_why(
     browser.click("form.search button")
     # The workspace `codeoid ui` runs in is searched by default, by words and meaning, as recall searches it.
     assert "ranked by BM25 + semantic" in text_of(browser), text_of(browser)[:600]
+    assert "fused as z-scores over the whole store" in text_of(browser)  # the default fusion, in its own words
+    assert "reciprocal rank" not in text_of(browser)
     first = browser.evaluate("document.querySelector('table tr:nth-child(2)').innerText")
     assert "The tokenizer treats ':=' as two tokens" in first
     assert "tokenizer" in first and "grammar" in first  # the words it matched on

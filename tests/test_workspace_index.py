@@ -146,6 +146,26 @@ def test_session_start_injects_the_stored_index_with_the_routes_tool_names(memor
     assert plugin_route.replace(PLUGIN_TOOL_PREFIX, SETTINGS_TOOL_PREFIX) == settings_route
 
 
+def test_a_window_reads_the_index_as_the_store_is_when_it_starts(memory: Memory) -> None:
+    """The builder waits out its debounce and trigger; a session started right after another (a restart,
+    `/clear`, a script) read "1 episode in 1 session" over a store of 6."""
+    assert session_start(memory, "cc-nothing-yet") is None  # nothing stored: nothing to say
+    first = memory.backing("cc-first")
+    memory.user(first, "print the calibration table")
+    workspace_index.build(memory.db, workspace_of(memory), vectors=None)  # the builder, at that session's start
+    memory.bash(first, "cat table.txt", "zebra-quartz 7731")
+    memory.assistant(first, "Printed it.")
+    memory.user(first, "and the footer?")
+    memory.bash(first, "tail -1 table.txt", "footer")
+    memory.assistant(first, "The footer says footer.")
+
+    text = session_start(memory, "cc-second")
+
+    assert text is not None and f"codeoid memory for {memory.project}: 6 episodes in 1 session," in text
+    assert '"print the calibration table"' in text
+    assert session_start(memory, "cc-third") == text  # nothing new since: the same bytes
+
+
 def test_a_prompt_hears_of_other_sessions_work_once_and_not_of_its_own(memory: Memory) -> None:
     sessions = a_week_of_work(memory)
     workspace_id = workspace_of(memory)

@@ -108,8 +108,9 @@ def _deliver_waiting_seed(db: sqlite3.Connection, owner: Owner, event: SpooledEv
 
 
 def _memory_index(db: sqlite3.Connection, owner: Owner, event: SpooledEvent) -> str | None:
-    """The prebuilt workspace index, whole, for a window that starts (or restarts after /clear or compaction)."""
-    stored = stored_index.latest(db, owner.workspace_id) if _live(event) else None
+    """The workspace index, whole, for a window that starts (or restarts after /clear or compaction): as prebuilt,
+    brought up to date first when episodes were stored since."""
+    stored = workspace_index.current(db, owner.workspace_id, now=event.received_at) if _live(event) else None
     return _show_whole(db, owner, event, stored) if stored is not None else None
 
 

@@ -38,7 +38,8 @@ def sessions(as_json: bool, all_workspaces: bool) -> None:
     """List codeoid sessions, newest activity first.
 
     Each line gives the session id (any unique prefix of it, or its name, works wherever a session is asked
-    for), its last activity, its turns, episodes and rotations, and where it was forked from.
+    for), its last activity, its turns, episodes and rotations, its title (the start of its first prompt) and
+    where it was forked from.
     """
     with open_store() as db:
         rows = queries.sessions(db, workspace_id=workspace_scope(db, all_workspaces))
@@ -53,16 +54,17 @@ def sessions(as_json: bool, all_workspaces: bool) -> None:
     id_width = max(len("session"), *(len(row["id"]) + (len(row["name"]) + 3 if row["name"] else 0) for row in rows))
     agent_width = max(len("agent"), *(len(row["agents"]) for row in rows))
     click.echo(f"{'session':<{id_width}}  {'agent':<{agent_width}}  {'last activity':<19}  {'turns':>9}  "
-               f"{'episodes':>12}  {'rotations':>11}" + ("  workspace" if all_workspaces else ""))
+               f"{'episodes':>12}  {'rotations':>11}" + ("  workspace" if all_workspaces else "") + "  title")
     for row in rows:
         lineage = f"  forked from {row['forked_from']} at turn {row['at_turn']}" if row["forked_from"] else ""
         name = f" ({row['name']})" if row["name"] else ""
         where = f"  {row['workspace']}" if all_workspaces else ""
+        title = f"  {row['title']}" if row["title"] else "  -"
         click.echo(
             f"{row['id'] + name:<{id_width}}  {row['agents']:<{agent_width}}  {format_time(row['last_activity'])}"
             f"  {plural(row['turn_count'], 'turn'):>9}"
             f"  {plural(row['episodes'], 'episode'):>12}  {plural(row['rotation_count'], 'rotation'):>11}{where}"
-            f"{lineage}"
+            f"{title}{lineage}"
         )
 
 

@@ -27,7 +27,6 @@ import numpy as np
 from numpy.typing import NDArray
 
 from codeoid import paths
-from codeoid.log import log
 
 if TYPE_CHECKING:
     import onnxruntime
@@ -215,63 +214,33 @@ class MiniLMEmbedder:
         return tokenizer
 
     def _load_session(self) -> onnxruntime.InferenceSession:
-        """The verified model as an inference session, graph-optimized once per machine and onnxruntime version.
+        """The verified model as an inference session, its graph optimized in memory.
 
-        Optimizing the graph (folding the int8 weights' dequantization, fusing attention) is most of a load:
-        0.6-0.7 s of it on a busy 2-core VM, paid by every `codeoid search`. The optimized graph is saved in the
-        cache dir the first time and loaded with optimization off afterwards (about half the time, the same
-        vectors); the pinned model is still sha256-checked on every load, and the cache is keyed by its hash.
-        Extended, not all, optimizations are saved: the layout ones are specific to one CPU.
+        The session lives in the long-running memory service, built once per start: optimizing the graph costs
+        about 0.4 s there. An earlier version saved the optimized graph in the data dir's `cache/` to skip that
+        (90 MB, the int8 weights folded to fp32), when every `codeoid search` built a session of its own; such a
+        file is deleted here, since nothing reads it any more.
         """
-        import onnxruntime
 
         path = self._model_path or self._installed_model_path()
         verify_file(path, self.MODEL_SHA256, "embedding model")
-        cached = self._optimized_model_path(onnxruntime.__version__) if self._model_path is None else None
-        if cached is not None and os.path.exists(cached):
-            try:
-                return self._session_of(cached, onnxruntime.GraphOptimizationLevel.ORT_DISABLE_ALL)
-            except Exception as error:  # noqa: BLE001 - a damaged cache is rebuilt, never fatal
-                log("embedding", f"the optimized model cache {cached} cannot be loaded ({error!r}); rebuilding it")
-                os.unlink(cached)
-        if cached is None:
-            return self._session_of(path, onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL)
-        partial = f"{cached}.{os.getpid()}.partial"
-        try:
-            session = self._session_of(path, onnxruntime.GraphOptimizationLevel.ORT_ENABLE_EXTENDED, save_to=partial)
-            os.chmod(partial, 0o600)
-            os.replace(partial, cached)  # whole or not at all: a concurrent loader never reads half a file
-        except OSError as error:  # a full disk or a read-only cache: load as before, without the cache
-            log("embedding", f"the optimized model could not be cached at {cached} ({error})")
-            if os.path.exists(partial):
-                os.unlink(partial)
-            return self._session_of(path, onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL)
-        return session
+        _forget_optimized_models()
+        return self._session_of(path)
 
     @staticmethod
-    def _session_of(path: str, level: onnxruntime.GraphOptimizationLevel, *,
-                    save_to: str | None = None) -> onnxruntime.InferenceSession:
+    def _session_of(path: str) -> onnxruntime.InferenceSession:
         import onnxruntime
 
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = 1
         options.inter_op_num_threads = 1
         options.execution_mode = onnxruntime.ExecutionMode.ORT_SEQUENTIAL
-        options.graph_optimization_level = level
+        options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
         options.log_severity_level = 3
-        if save_to is not None:
-            options.optimized_model_filepath = save_to
         # Without the arena, memory a long batch took is given back: with it the process kept ~570 MB after
         # 16 texts of 256 tokens, against ~240 MB (the embedder lives in the long-running memory service).
         options.enable_cpu_mem_arena = False
         return onnxruntime.InferenceSession(path, sess_options=options, providers=["CPUExecutionProvider"])
-
-    @classmethod
-    def _optimized_model_path(cls, runtime_version: str) -> str | None:
-        try:
-            return os.path.join(paths.cache_dir(), f"minilm-{cls.MODEL_SHA256[:16]}-ort{runtime_version}.onnx")
-        except OSError:
-            return None
 
     @classmethod
     def _installed_model_path(cls) -> str:
@@ -299,3 +268,18 @@ def default_embedder() -> Embedder:
         if _shared is None:
             _shared = MiniLMEmbedder()
         return _shared
+
+
+def _forget_optimized_models() -> None:
+    """Delete optimized graphs an earlier version cached in the data dir (`cache/minilm-*.onnx`, 90 MB each)."""
+    directory = os.path.join(paths.data_dir_location(), "cache")
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return
+    for name in names:
+        if name.startswith("minilm-") and name.endswith(".onnx"):
+            try:
+                os.unlink(os.path.join(directory, name))
+            except OSError:
+                pass

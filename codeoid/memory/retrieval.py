@@ -35,6 +35,10 @@ T = TypeVar("T")
 NEIGHBOUR_REACH = 2
 # Beyond this a file's change is judged by its mtime alone, so one call never reads a huge file into memory.
 MAX_COMPARED_BYTES = 64 << 20
+# Under z-score fusion, 0 is what an episode scores that matches no word and is of average meaning for the query:
+# below it a candidate is further from the query than most of the store ("Done.", "ok"), and a hit list is
+# better short than filled with such filler. Reciprocal rank fusion's scores are all positive and have no floor.
+SCORE_FLOOR = 0.0
 
 
 @dataclass(frozen=True)
@@ -93,6 +97,8 @@ def recall_ranked(db: sqlite3.Connection, query: str, *, workspace_id: int | Non
         if weights.zscore and weights.neighbours else ({}, {})
     fused = _fuse(query, weights, lexical, lexical_stats, pool, best_chunk, dense.standardiser,
                   {**weighed, **by_id}, neighbours)
+    if weights.zscore:
+        fused = [(episode_id, score) for episode_id, score in fused if score >= SCORE_FLOOR]
     by_id.update(queries.recallable_episodes(db, [i for i, _ in fused[:limit] if i not in by_id],
                                              workspace_id=workspace_id, skip_live_of=skip_live_of,
                                              exclude_origins=NOT_RECALLED_ORIGINS))

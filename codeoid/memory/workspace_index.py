@@ -67,6 +67,37 @@ def build(db: sqlite3.Connection, workspace_id: int, *, vectors: VectorIndex | N
                              now=time.time() if now is None else now)
 
 
+def current(db: sqlite3.Connection, workspace_id: int, *, now: float) -> stored_index.Stored | None:
+    """The stored index, first brought up to date when episodes were stored since it was built (None until the
+    long-lived builder made a first one), for a window about to read it.
+
+    The long-lived builder waits out its debounce and its five-episode trigger, so a session that starts soon
+    after another ended (a quick restart, `/clear`, a script) read the index as it was at that session's start:
+    "1 episode in 1 session" over a store of 6. Counts, hot files and recent sessions are plain queries (about
+    40 ms at 10,000 episodes), redone here; the topics, which need the vector index, are kept from the last build.
+    """
+    stored = stored_index.latest(db, workspace_id)
+    if stored is None:
+        return None
+    try:
+        previous = json.loads(stored.facts)
+    except ValueError:
+        previous = {}
+    if not isinstance(previous, dict):
+        previous = {}
+    newer = db.execute(
+        f"""SELECT 1 FROM episodes WHERE workspace_id = ? AND id > ? AND state != 'retracted'
+                AND origin NOT IN {NOT_COUNTED_ORIGINS} LIMIT 1""",
+        (workspace_id, int(previous.get("newest_episode") or 0)),
+    ).fetchone()
+    if newer is None:
+        return stored
+    facts = gather(db, workspace_id, vectors=None)
+    facts.update({key: previous[key] for key in ("topics", "topics_over") if key in previous})
+    stored_index.save(db, workspace_id, body=render_body(facts), facts=_dump(facts), now=now)
+    return stored_index.latest(db, workspace_id)
+
+
 def gather(db: sqlite3.Connection, workspace_id: int, *, vectors: VectorIndex | None,
            previous: dict[str, Any] | None = None) -> dict[str, Any]:
     """Everything the index says, as plain JSON-able data (also what deltas compare); `previous` facts lend

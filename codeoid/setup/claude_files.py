@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from codeoid.setup.json_config import load_object
+from codeoid.setup.json_config import InstallError, load_object
 
 PLUGIN_NAME = "codeoid"
 
@@ -108,3 +108,86 @@ def _installed_here(records: Any, project_dir: Path) -> bool:
         if project is None or Path(project) == project_dir:
             return True
     return False
+
+
+def claude_project_root(directory: Path) -> Path:
+    """The folder Claude Code keys a session's local-scope settings by when started in `directory`: the root of
+    the git work tree holding it (measured on 2.1.332: a local-scope server keyed at the root applies in every
+    subfolder, one keyed at a subfolder nowhere), else the folder itself."""
+    for folder in (directory, *directory.parents):
+        if (folder / ".git").exists():
+            return folder
+    return directory
+
+
+@dataclass(frozen=True)
+class ShadowingServer:
+    """An MCP server named like codeoid's that Claude Code would load instead of it in some folder."""
+
+    scope: str  # "local" (~/.claude.json projects[...]) or "project" (a .mcp.json)
+    source: Path
+    root: Path
+    command: str
+
+    def sentence(self, server: str) -> str:
+        if self.scope == "local":
+            return (f"{self.source} has a local-scope MCP server named {server!r} for {self.root} (it runs "
+                    f"{self.command or 'no command'}), which Claude Code loads there instead of codeoid's, so the "
+                    f"model has no memory tools in that project: remove it with `claude mcp remove -s local {server}` "
+                    f"run in {self.root}.")
+        return (f"{self.source} declares a project-scope MCP server named {server!r} (it runs "
+                f"{self.command or 'no command'}), which Claude Code loads in {self.root} and every folder below "
+                f"it instead of codeoid's, so the model has no memory tools there: rename or remove it in that file, "
+                f"or keep it out of your sessions with \"disabledMcpjsonServers\": [\"{server}\"] in "
+                f"{project_local_settings(self.root)}.")
+
+
+def find_shadowing_servers(files: ClaudeFiles, directory: Path, name: str, is_ours: Any) -> list[ShadowingServer]:
+    """Servers called `name` that are not codeoid's (`is_ours(entry)` says which are) and that Claude Code would
+    load instead of a user-scope `name` in a session started in `directory`.
+
+    Claude Code 2.1.332 takes a same-named server from the local scope first, then from a `.mcp.json` in the
+    folder or any folder above it (approved or not, and even under `-p`), then from the user scope; a `.mcp.json`
+    server listed in `disabledMcpjsonServers` is not loaded (all measured with the real CLI).
+    """
+    root = claude_project_root(directory)
+    found = []
+    projects = (_load_quietly(files.global_state) or {}).get("projects")
+    local = projects.get(str(root)) if isinstance(projects, dict) else None
+    servers = local.get("mcpServers") if isinstance(local, dict) else None
+    entry = servers.get(name) if isinstance(servers, dict) else None
+    if entry is not None and not is_ours(entry):
+        found.append(ShadowingServer("local", files.global_state, root, _command_of(entry)))
+    disabled: set[str] = set()
+    for path in (files.user_settings, project_settings(root), project_local_settings(root)):
+        listed = (_load_quietly(path) or {}).get("disabledMcpjsonServers")
+        if isinstance(listed, list):
+            disabled.update(item for item in listed if isinstance(item, str))
+    if name in disabled:
+        return found
+    for folder in (directory, *directory.parents):
+        declared = (_load_quietly(folder / ".mcp.json") or {}).get("mcpServers")
+        entry = declared.get(name) if isinstance(declared, dict) else None
+        if entry is not None:
+            if not is_ours(entry):
+                found.append(ShadowingServer("project", folder / ".mcp.json", folder, _command_of(entry)))
+            break  # the nearest file declaring the name is the one that counts
+    return found
+
+
+def _command_of(entry: object) -> str:
+    """The command line a server entry runs (or its URL), for a sentence."""
+    if not isinstance(entry, dict):
+        return ""
+    args = entry.get("args")
+    args = args if isinstance(args, list) else []
+    words = [word for word in [entry.get("command"), *args] if isinstance(word, str) and word]
+    return " ".join(words) or str(entry.get("url") or "")
+
+
+def _load_quietly(path: Path) -> dict[str, Any] | None:
+    """A JSON object, or None for a missing or unreadable file: a file that cannot be read loads no server."""
+    try:
+        return load_object(path)
+    except InstallError:
+        return None

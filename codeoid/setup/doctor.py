@@ -26,6 +26,7 @@ from codeoid.setup.claude_files import (
     ClaudeFiles,
     PluginSighting,
     find_plugin_route,
+    find_shadowing_servers,
     locate_claude_files,
     project_local_settings,
 )
@@ -155,7 +156,24 @@ def _route_findings(files: ClaudeFiles, project: Path, data_dir: Path) -> list[F
         )
         findings.extend(_hook_findings(Path(record.settings_file), data_dir))
         findings.extend(_server_findings(record))
+    if records or unrecorded:
+        findings.extend(_shadow_findings(files, project, records))
     return findings
+
+
+def _shadow_findings(files: ClaudeFiles, project: Path, records: list[InstallRecord]) -> list[Finding]:
+    """A server of codeoid's name that Claude Code would load instead of codeoid's in this folder.
+
+    A project-scope install of this very project puts codeoid's own server in the local scope, which nothing
+    outranks; any other install is hidden by a same-named local or `.mcp.json` server that is not codeoid's.
+    """
+    shadows = find_shadowing_servers(files, project, MCP_SERVER_NAME, is_codeoid_server)
+    if not shadows:
+        if any(record.scope == "user" for record in records):
+            return [Finding("ok", f"No project or local MCP server named {MCP_SERVER_NAME!r} hides codeoid's in "
+                                  f"{project}.")]
+        return []
+    return [Finding("fail", shadow.sentence(MCP_SERVER_NAME)) for shadow in shadows]
 
 
 def _unrecorded_settings(files: ClaudeFiles, project: Path, records: list[InstallRecord]) -> list[Path]:

@@ -29,6 +29,7 @@ from codeoid.capture import loss_ring
 from codeoid.setup.claude_files import (
     ClaudeFiles,
     find_plugin_route,
+    find_shadowing_servers,
     locate_claude_files,
     project_local_settings,
 )
@@ -138,6 +139,9 @@ def install(
     for document in (settings, state):
         document.save(outcome, may_delete=False)
     outcome.written.extend(install_commands(commands_dir, os.path.join(os.path.dirname(hook_exe), "codeoid")))
+    if scope == "user":
+        outcome.notes.extend(shadow.sentence(MCP_SERVER_NAME)
+                             for shadow in find_shadowing_servers(files, project, MCP_SERVER_NAME, is_codeoid_server))
     if outcome.written:
         outcome.notes.append("Restart running Claude Code sessions: they read hooks and MCP servers at start-up.")
     return outcome
@@ -180,6 +184,22 @@ def uninstall(scope: Scope = "user", home: Path | None = None, project_dir: Path
             f"commands and left any `{ALLOW_RULE}` allow rule in place."
         )
     return outcome
+
+
+def recorded_installs() -> list[InstallRecord]:
+    """Every Claude Code install the manifest still records for this data dir."""
+    return load_records(manifest_path(Path(paths.data_dir_location())))
+
+
+def other_routes_note(home: Path | None = None, project_dir: Path | None = None) -> list[str]:
+    """What uninstall leaves because it is another route's: the codeoid plugin, if Claude Code has it."""
+    home, project = _resolve(home, project_dir)
+    try:
+        sightings = find_plugin_route(locate_claude_files(home), project)
+    except InstallError:
+        return []
+    return [f"codeoid is also a Claude Code plugin here ({sighting.sentence()}): remove it with "
+            f"`claude plugin uninstall {sighting.plugin_id}`." for sighting in sightings]
 
 
 class _Document:

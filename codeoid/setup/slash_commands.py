@@ -1,12 +1,13 @@
 """codeoid's slash commands, `/rotate`, `/recall` and `/gain`, as Claude Code command files, on both routes.
 
-The plugin route ships them in `commands/` (a test keeps those files equal to `command_texts(PLUGIN_CODEOID)`);
+The plugin route ships them in `plugin/commands/` (a test keeps those files equal to `command_texts(PLUGIN_CODEOID)`);
 the settings route's `codeoid install` writes them into the user's (or project's) `commands/` folder, where Claude
 Code turns each file into a command, unless a file of the user's own is there already. `uninstall` removes only
 files that are still exactly codeoid's text.
 
 `/gain` runs `codeoid gain` through Claude Code's `!` command expansion, by absolute path (the venv is not on
-PATH), and permits exactly that command with `allowed-tools`; the plugin's copy names the plugin's own venv.
+PATH), and permits exactly that command with `allowed-tools`; the plugin's copy runs it through the plugin's
+launcher, which finds the installed package.
 """
 
 from __future__ import annotations
@@ -17,8 +18,8 @@ from pathlib import Path
 from codeoid.rotation.command import COMMAND_FILE as ROTATE_FILE
 from codeoid.rotation.command import ROTATE_COMMAND
 
-# The plugin's launchers run the venv that `./install.sh --no-register` creates inside the plugin directory.
-PLUGIN_CODEOID = "${CLAUDE_PLUGIN_ROOT}/.venv/bin/codeoid"
+# The plugin holds no Python: its launcher finds the installed package (plugin/hooks/launch says where it looks).
+PLUGIN_CODEOID = "${CLAUDE_PLUGIN_ROOT}/hooks/launch codeoid"
 GAIN_ARGS = "gain --daily --since 30d"
 
 RECALL_COMMAND = """\

@@ -10,7 +10,7 @@ import hashlib
 import os
 import sqlite3
 
-from codeoid.store import episode_text
+from codeoid.store import episode_text, session_titles
 from codeoid.text import clean_text, estimate_tokens, to_json
 from codeoid.workspace import WorkspaceId
 
@@ -138,6 +138,8 @@ def _insert_user(db: sqlite3.Connection, owner: Owner, *, key: str, text: str, o
         "INSERT INTO turns (session_id, number, backing_session_id, started_at) VALUES (?, ?, ?, ?)",
         (owner.session_id, turn, owner.backing_session_id, now),
     )
+    if origin == "user":
+        session_titles.set_first_title(db, owner.session_id, text)
     return _insert(
         db, owner, turn=turn, kind="user", prompt_id=key, text=text, origin=origin,
         summary=episode_text.text_summary("user", text), now=now,

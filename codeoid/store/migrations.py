@@ -433,6 +433,18 @@ def m012_recall_filter_index(db: sqlite3.Connection) -> None:
     )
 
 
+
+@migration
+def m013_session_titles(db: sqlite3.Connection) -> None:
+    """A title for every session, from its first prompt the user typed (`codeoid.store.session_titles`): the sessions
+    page and `codeoid sessions` showed hex ids only. Sessions stored before get theirs from the prompts they hold.
+    """
+    from codeoid.store.session_titles import refresh_titles
+
+    if "title" not in {row[1] for row in db.execute("PRAGMA table_info(sessions)")}:
+        db.execute("ALTER TABLE sessions ADD COLUMN title TEXT")
+    refresh_titles(db)
+
 def migrate(db: sqlite3.Connection, upto: str | None = None) -> list[str]:
     """Apply every migration not yet recorded (stopping after `upto` if given); return the names applied."""
     if _is_current(db, upto):

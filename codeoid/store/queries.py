@@ -96,7 +96,7 @@ def sessions(db: sqlite3.Connection, *, workspace_id: int | None = None) -> list
     where = "WHERE s.workspace_id = ?" if workspace_id is not None else ""
     params: tuple[Any, ...] = (workspace_id,) if workspace_id is not None else ()
     return _rows(db.execute(
-        f"""SELECT s.id, s.name, w.root AS workspace, s.forked_from, s.at_turn, s.rotation_count, s.turn_count,
+        f"""SELECT s.id, s.name, s.title, w.root AS workspace, s.forked_from, s.at_turn, s.rotation_count, s.turn_count,
                    s.created_at,
                    (SELECT count(*) FROM episodes e WHERE e.session_id = s.id) AS episodes,
                    (SELECT count(*) FROM backing_sessions b WHERE b.session_id = s.id) AS backing_sessions,

@@ -26,7 +26,7 @@ import tomllib
 from dataclasses import dataclass, field
 
 from codeoid import paths
-from codeoid.store import context_index
+from codeoid.store import context_index, session_titles
 from codeoid.store.db import write_transaction
 
 DEFAULT_BUDGET = 2 * 1024**3
@@ -288,6 +288,7 @@ def forget(db: sqlite3.Connection, episode_ids: list[int], *, vacuum: bool = Fal
         workspaces = f"SELECT DISTINCT workspace_id FROM episodes WHERE id IN ({marks})"
         db.execute(f"DELETE FROM workspace_index WHERE workspace_id IN ({workspaces})", episode_ids)
         db.execute(f"DELETE FROM workspace_index_views WHERE workspace_id IN ({workspaces})", episode_ids)
+        session_titles.refresh_titles(db, session_titles.sessions_of(db, [int(episode_id) for episode_id, _ in rows]))
     notes: list[str] = []
     if rows:
         with write_transaction(db):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import sqlite3
 from dataclasses import dataclass
 
+from codeoid.store import session_titles
 from codeoid.store.db import write_transaction
 
 
@@ -27,6 +28,7 @@ def retract(db: sqlite3.Connection, episode_ids: list[int]) -> list[Changed]:
         changed = [Changed(episode_id, state, "retracted") for episode_id, state in rows if state != "retracted"]
         db.executemany("UPDATE episodes SET retracted_from = state, state = 'retracted' WHERE id = ?",
                        [(change.episode_id,) for change in changed])
+        session_titles.refresh_titles(db, session_titles.sessions_of(db, [change.episode_id for change in changed]))
     return changed
 
 
@@ -45,6 +47,7 @@ def restore(db: sqlite3.Connection, episode_ids: list[int]) -> list[Changed]:
         changed = [Changed(int(episode_id), "retracted", str(state)) for episode_id, state in rows]
         db.executemany("UPDATE episodes SET state = ?, retracted_from = NULL WHERE id = ?",
                        [(change.after, change.episode_id) for change in changed])
+        session_titles.refresh_titles(db, session_titles.sessions_of(db, [change.episode_id for change in changed]))
     return changed
 
 

@@ -33,20 +33,27 @@ def latest(db: sqlite3.Connection, workspace_id: int) -> Stored | None:
 
 
 def save(db: sqlite3.Connection, workspace_id: int, *, body: str, facts: str, now: float) -> int:
-    """Store a freshly built index; returns its version, unchanged when the text is the same as before."""
+    """Store a freshly built index; returns its version, unchanged when the text is the same as before. Inside
+    the caller's transaction when there is one (a hook's), else in one of its own."""
+    if db.in_transaction:
+        return _save(db, workspace_id, body=body, facts=facts, now=now)
     with db:
-        current = latest(db, workspace_id)
-        if current is not None and current.body == body and current.facts == facts:
-            return current.version
-        version = current.version + 1 if current else 1
-        db.execute(
-            """INSERT INTO workspace_index (workspace_id, version, body, facts, built_at) VALUES (?, ?, ?, ?, ?)
-               ON CONFLICT (workspace_id) DO UPDATE SET
-                   version = excluded.version, body = excluded.body, facts = excluded.facts,
-                   built_at = excluded.built_at""",
-            (workspace_id, version, body, facts, now),
-        )
-        return version
+        return _save(db, workspace_id, body=body, facts=facts, now=now)
+
+
+def _save(db: sqlite3.Connection, workspace_id: int, *, body: str, facts: str, now: float) -> int:
+    current = latest(db, workspace_id)
+    if current is not None and current.body == body and current.facts == facts:
+        return current.version
+    version = current.version + 1 if current else 1
+    db.execute(
+        """INSERT INTO workspace_index (workspace_id, version, body, facts, built_at) VALUES (?, ?, ?, ?, ?)
+           ON CONFLICT (workspace_id) DO UPDATE SET
+               version = excluded.version, body = excluded.body, facts = excluded.facts,
+               built_at = excluded.built_at""",
+        (workspace_id, version, body, facts, now),
+    )
+    return version
 
 
 def built_at(db: sqlite3.Connection, workspace_id: int) -> float | None:

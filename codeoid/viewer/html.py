@@ -28,6 +28,7 @@ td.n, th.n { text-align: right; font-variant-numeric: tabular-nums; }
 pre { margin: 4px 0 0; padding: 8px; background: #f4f5f7; border-radius: 6px; white-space: pre-wrap;
       word-break: break-word; font: 12.5px/1.4 ui-monospace, SFMono-Regular, Menlo, monospace; }
 .muted { color: var(--muted); }
+.title { font-weight: 600; }
 .episode { border: 1px solid var(--line); border-radius: 8px; padding: 8px 12px; margin: 8px 0; }
 .episode.user { background: var(--user); }
 .episode.assistant { background: var(--assistant); }

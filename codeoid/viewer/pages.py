@@ -57,6 +57,7 @@ def sessions_page(db: sqlite3.Connection, links: Links) -> str:
 def _session_tree(row: dict[str, Any], children: dict[str | None, list[dict[str, Any]]],
                   windows: dict[str, list[dict[str, Any]]], links: Links) -> str:
     name = f" <b>{esc(row['name'])}</b>" if row["name"] else ""
+    title = f" <span class=title>{esc(row['title'])}</span>" if row.get("title") else ""
     forked = (f" · forked at turn {row['at_turn']}" if row["forked_from"] else "")
     strip = []
     for index, window in enumerate(windows.get(row["id"], []), 1):
@@ -65,7 +66,7 @@ def _session_tree(row: dict[str, Any], children: dict[str | None, list[dict[str,
             strip.append(f'<span class=arrow title="{esc(reason or "")}">→ {esc(reason or "")}</span>')
         strip.append(f'<span class=window title="Claude Code session {esc(window["id"])}">window {index} · '
                      f'{esc(window["source"] or "startup")} · {when(window["started_at"])}</span>')
-    node = (f'<div class=node><a href="{links.session(row["id"])}">{esc(row["id"][:8])}</a>{name}'
+    node = (f'<div class=node><a href="{links.session(row["id"])}">{esc(row["id"][:8])}</a>{name}{title}'
             f' <span class=muted>{_plural(row["turn_count"], "turn")} · {_plural(row["episodes"], "episode")} · '
             f'{_plural(row["rotation_count"], "rotation")} · last {when(row["last_activity"])}{forked}</span>'
             f'<div class=windows>{"".join(strip)}</div></div>')
@@ -101,8 +102,10 @@ def timeline_page(db: sqlite3.Connection, links: Links, ref: str, offset: int) -
         raise NotFound(str(error)) from error
     total = queries.count_episodes(db, session_id=session_id)
     rows = queries.timeline(db, session_id=session_id, offset=offset, limit=TIMELINE_PAGE)
-    info = db.execute("SELECT name, forked_from, at_turn FROM sessions WHERE id = ?", (session_id,)).fetchone()
+    info = db.execute("SELECT name, forked_from, at_turn, title FROM sessions WHERE id = ?", (session_id,)).fetchone()
     heading = f"<h1>Session {esc(session_id)}{f' · {esc(info[0])}' if info[0] else ''}</h1>"
+    if info[3]:
+        heading += f"<p class=title>{esc(info[3])}</p>"
     if info[1]:
         heading += (f'<p>Forked from <a href="{links.session(info[1])}">{esc(info[1])}</a> at turn {info[2]}; '
                     "its history starts with what it inherited.</p>")
@@ -249,8 +252,7 @@ def search_page(db: sqlite3.Connection, links: Links, query: str, workspace: str
         found = retrieval.recall_ranked(db, query, workspace_id=workspace_id, limit=SEARCH_LIMIT)
         how = esc(found.signals) + (f" (vectors unavailable: {esc(found.fallback)})" if found.fallback else "")
         body.append(f"<p class=muted>{len(found.rows)} hit(s), ranked by {how}, as the recall tool ranks them: "
-                    "BM25 and vector ranks fused (reciprocal rank), with a bonus for recent episodes and for "
-                    "paths the query names.</p>")
+                    f"{_how_ranked(found.signals)}</p>")
         words = {word.lower() for word in _WORD.findall(query)} - queries.STOP_WORDS
         body.append("<table><tr><th>#</th><th class=n>score</th><th>episode</th><th>why it ranked</th></tr>")
         for rank, row in enumerate(found.rows, 1):
@@ -258,6 +260,21 @@ def search_page(db: sqlite3.Connection, links: Links, query: str, workspace: str
                         f"<td>{_why(row, words)}</td></tr>")
         body.append("</table>")
     return page(links, "search", "Search", "".join(body))
+
+
+def _how_ranked(signals: str) -> str:
+    """The ranking in words, as `codeoid.memory.ranking` does it with the weights in force."""
+    from codeoid.memory import ranking, retrieval
+
+    if signals == "BM25":
+        return "by BM25 alone (words), best first."
+    if ranking.RecallWeights.from_env().zscore:
+        return ("BM25 and meaning scores fused as z-scores over the whole store (a signal sure of one episode "
+                "outweighs one lukewarm about many), with bonuses for recent episodes, for paths the query names "
+                f"and for the kind of episode it asks for; nothing scoring below {retrieval.SCORE_FLOOR:g} (an "
+                "average episode that matches no word) is shown.")
+    return ("BM25 and vector ranks fused by reciprocal rank (CODEOID_RECALL_ZSCORE=0), with a bonus for recent "
+            "episodes and for paths the query names.")
 
 
 def _hit(row: dict[str, Any], links: Links) -> str:

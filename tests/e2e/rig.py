@@ -167,6 +167,14 @@ class ClaudeRig:
         )
         return env
 
+    def trust(self, folder: Path) -> None:
+        """Accept the trust dialog for another folder, as a user who opened Claude Code there once."""
+        path = self.home / ".claude.json"
+        state = json.loads(path.read_text())
+        state["projects"].setdefault(str(folder), {}).update(hasTrustDialogAccepted=True,
+                                                              hasCompletedProjectOnboarding=True)
+        path.write_text(json.dumps(state, indent=2))
+
     def _write_claude_json(self) -> None:
         """Pre-accept onboarding, trust and the custom key, so interactive runs never stop at them."""
         project_state = {"hasTrustDialogAccepted": True, "hasCompletedProjectOnboarding": True}
@@ -234,8 +242,11 @@ class ClaudeRig:
         allow_all: bool = True,
         model: str = DEFAULT_MODEL,
         timeout: float = 120,
+        cwd: Path | None = None,
+        env: Mapping[str, str] | None = None,
     ) -> RunResult:
-        """Run `claude -p PROMPT` headless in the project and return what it printed and what the API saw.
+        """Run `claude -p PROMPT` headless in the project (or `cwd`) and return what it printed and what the API
+        saw; `env` replaces the rig's environment for this run.
 
         `extra_args` go after the standard flags (e.g. "--resume", session_id). On timeout every process the
         rig started is killed, so a hook or Bash child that hangs cannot outlive the test.
@@ -257,8 +268,8 @@ class ClaudeRig:
         first_request = len(self.api.requests)
         process = subprocess.Popen(
             args,
-            cwd=self.project,
-            env=self.env,
+            cwd=cwd or self.project,
+            env=dict(env) if env is not None else self.env,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

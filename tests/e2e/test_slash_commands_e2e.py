@@ -1,10 +1,9 @@
 """codeoid's slash commands in the real Claude Code: `/gain` runs `codeoid gain` through the command file's `!`
 expansion and `/recall` asks for the recall tool, on the settings route (`codeoid install`) and the plugin route
-(`--plugin-dir`, the plugin's own venv)."""
+(`--plugin-dir plugin/`, whose launcher finds the installed package)."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -36,8 +35,6 @@ def test_gain_and_recall_on_the_settings_route(rig: ClaudeRig) -> None:
 
 
 @pytest.mark.e2e
-def test_gain_on_the_plugin_route_runs_the_plugins_own_codeoid(rig: ClaudeRig) -> None:
-    if not os.access(REPO / ".venv" / "bin" / "codeoid", os.X_OK):
-        pytest.skip("the plugin route runs the checkout's .venv (./test.sh creates it)")
-    sent = prompt_sent(rig, "/codeoid:gain", "--plugin-dir", str(REPO))
+def test_gain_on_the_plugin_route_runs_the_installed_codeoid_through_the_launcher(rig: ClaudeRig) -> None:
+    sent = prompt_sent(rig, "/codeoid:gain", "--plugin-dir", str(REPO / "plugin"))
     assert "codeoid's savings ledger" in sent and "No compressed output is recorded here since then." in sent, sent
