@@ -122,7 +122,8 @@ class Report:
 
 
 _CALLS = """
-    SELECT e.original_command, e.command, e.text, e.raw_output_id, w.root, r.rule, r.stdout_size, e.input,
+    SELECT e.original_command, coalesce(e.wrapper, e.command), e.text, e.raw_output_id, w.root, r.rule,
+           r.stdout_size, e.input,
            e.is_error
     FROM episodes e
     JOIN workspaces w ON w.id = e.workspace_id

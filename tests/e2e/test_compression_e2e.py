@@ -110,7 +110,7 @@ def assert_codeoid_decides_as_claude_code(rig: ClaudeRig, expected: dict[str, bo
         assert (after.is_error, model_text(after)) == (before.is_error, model_text(before)), command
         assert before.is_error is not expected[command], (command, model_text(before))  # Claude Code's own call
         episode = stored.get(after_call.id)  # a refused call never ran: no hook stores it
-        rewritten = episode is not None and bash_wrapper.unwrap(episode["command"]) is not None
+        rewritten = episode is not None and bash_wrapper.unwrap(episode["wrapper"] or "") is not None
         assert rewritten is expected[command], (command, rig.codeoid_log())
 
 
@@ -132,9 +132,9 @@ def test_every_tool_result_is_the_same_with_codeoid_as_without_it(rig: ClaudeRig
         if not before.is_error:
             assert model_text(after) == model_text(before), command
         episode = stored[after_call.id]
-        assert episode["original_command"] == command
+        assert episode["original_command"] == episode["command"] == command  # as typed; the wrapper kept apart
         expected = (command, after_call.id) if command in SCENARIO else None
-        assert bash_wrapper.unwrap(episode["command"]) == expected, command
+        assert bash_wrapper.unwrap(episode["wrapper"] or "") == expected, command
     assert model_text(through[codeoid_calls[1].id]) == str(rig.project.resolve() / "sub")
 
 
