@@ -99,3 +99,21 @@ def _size(size: int) -> str:
     if size < 1024 * 1024:
         return f"{size / 1024:.1f}KB"
     return f"{size / (1024 * 1024):.1f}MB"
+
+
+# PostToolUse hands the hooks at most this many characters of a Bash output; a longer one was persisted.
+HOOK_CHARS = 30_000
+
+
+def stored_window_size(size: int, failed: bool) -> int:
+    """The window a Bash result took, from the size of the text the hooks stored for it: a success of
+    `HOOK_CHARS` or more is one Claude Code persisted (the hooks see at most that much of it), so the window held
+    its preview note; a failure's text is already Claude Code's cut (or the whole output, cut the same way)."""
+    if failed:
+        return min(size, window_size(size, 1))
+    return window_size(PERSIST_BYTES + 1) if size >= HOOK_CHARS else size
+
+
+def stored_persisted(size: int, failed: bool) -> bool:
+    """Whether a stored Bash result of `size` characters is one Claude Code persisted and previewed."""
+    return not failed and size >= HOOK_CHARS
