@@ -25,7 +25,7 @@ tail = 3
 program = "x"
 """)
 NOTHING = make_rule('[[rule]]\nname = "nothing"\n[rule.match]\nprogram = "x"\n')
-NO_BUDGET = Thresholds(budget_lines=0, budget_bytes=0)
+NO_BUDGET = Thresholds(budget_lines=0, budget_bytes=0, ceiling=0)
 
 
 def numbered(count: int, width: int = 40) -> bytes:
@@ -318,7 +318,7 @@ def test_an_index_names_every_item_with_its_tallies_before_the_output() -> None:
 def test_the_rule_budget_wins_over_the_callers_and_zero_means_no_limit() -> None:
     raw = diff_like(3, 20)
     unlimited = DIFF_LIKE._replace(budget=DIFF_LIKE.budget._replace(lines=0))
-    assert compress_bytes(unlimited, raw, Thresholds(budget_lines=5))[0] == raw
+    assert compress_bytes(unlimited, raw, Thresholds(budget_lines=5, ceiling=0))[0] == raw
     from_caller = DIFF_LIKE._replace(budget=DIFF_LIKE.budget._replace(lines=None))
     kept, _ = kept_and_added(compress_bytes(from_caller, raw, Thresholds(budget_lines=12))[0])
     # 12 lines: 6 kept by the rule, the closing line, then 5 for two files' first lines and their markers.
