@@ -310,7 +310,7 @@ class Pipeline:
                 self._code_where = None
             if self._code_fate is not None and (at is not None or (
                     self._code_context is not None and self._code_context.search(text))):
-                if self._code_fate == CUT:
+                if self._code_fate == CUT and not self._keeps(text):
                     entry.state, entry.reason = CUT, f"{codes.label} named above"
                     return True
                 return False
@@ -328,7 +328,7 @@ class Pipeline:
             self._code_where = counts  # the `at` line below will say where
         else:
             self._locate(counts, path, groups.get("line") or "?")
-        if counts[0] <= codes.keep:
+        if counts[0] <= codes.keep or self._keeps(text):  # the rule's `keep` wins: a compiler's errors all stay
             self._code_fate = KEEP
             return False
         self._code_fate = CUT
@@ -357,7 +357,7 @@ class Pipeline:
         shown = sum(min(counts[0], codes.keep) for counts in table.values())
         lines = {}
         for code, (count, places) in table.items():
-            where = " ".join(f"{path}:{','.join(numbers)}" for path, numbers in places.items())
+            where = " ".join(f"{path}:{','.join(dict.fromkeys(numbers))}" for path, numbers in places.items())
             lines[code] = f"{code} ×{count}: {where}"
         budget = codes.table_bytes
         for code in sorted(table, key=lambda code: -len(lines[code])):
