@@ -275,7 +275,7 @@ def search_files_named_with_counts(raw: bytes, compressed: bytes) -> list[str]:
 # A diagnostic's location, as the tools print it: `path:12:5: CODE`, `path(12,5): error`, ` --> path:12:5`,
 # pyright's `  path:12:5 - error`, eslint's `  12:5  error` under its file's header line.
 _LOCATIONS = [re.compile(pattern) for pattern in (
-    r"^(?P<path>[^\s:()]+\.\w+):(?P<line>\d+):(?:\d+:?)? ",
+    r"^(?P<path>[^\s:()]+\.\w+):(?P<line>\d+):(?:\d+:?)? (?!note: )",  # a note belongs to the diagnostic above
     r"^(?P<path>[^\s:()]+\.\w+)\((?P<line>\d+),\d+\): (?:error|warning)",
     r"^\s*--> (?P<path>[^\s:]+):(?P<line>\d+):\d+$",
     r"^\s+(?P<path>/\S+):(?P<line>\d+):\d+ - (?:error|warning)",
@@ -341,6 +341,7 @@ DETECTORS_BY_KIND: dict[str, list[Callable[[bytes, bytes], list[str]]]] = {
     "search": [search_files_named_with_counts],
     "lint": [diagnostics_located, summary_lines_survive],
     "install": [error_heads_survive, summary_lines_survive],
+    "build": [diagnostics_located, summary_lines_survive, error_heads_survive],
 }
 
 
