@@ -58,6 +58,15 @@ class RecallWeights:
     bm25_near: float = 1.0
     bm25_mid: float = 0.5
     bm25_far: float = 0.25
+    # z-score fusion: a turn with tool calls (a prompt, its calls, its answer) is one unit. Each of its episodes may
+    # take the turn's best score less `turn_gap` (a question that reads like the prompt lends to the explanation
+    # or the failing run that answered it), and only its best episode keeps its place: the others fall by
+    # `turn_repeat`, so an answer shows the turn's best evidence, not three pieces of one turn. A prompt, which
+    # asked rather than answered, is worth `turn_prompt` less as its turn's evidence.
+    turn: int = 1
+    turn_gap: float = 1.0
+    turn_repeat: float = 1.0
+    turn_prompt: float = 1.5
 
     def columns(self) -> tuple[float, float, float, float]:
         return self.bm25_self, self.bm25_near, self.bm25_mid, self.bm25_far
@@ -175,7 +184,8 @@ _ROLE_CUES = {
     "user": re.compile(rf"\b(i|we)\s+(\w+\s+)?{_ASKED}\b|\b(my|our)\s+(question|prompt|request)\b"
                        r"|\bthe user\b", re.IGNORECASE),
     "assistant": re.compile(rf"\b(you|claude)\s+(\w+\s+)?{_ANSWERED}\b|\byour\s+(answer|suggestion|explanation"
-                            r"|reply|advice|plan)\b", re.IGNORECASE),
+                            r"|reply|advice|plan)\b|^\s*why\b|\b(the|what was the) (reason|root cause|explanation)\b",
+                            re.IGNORECASE),
     "change": re.compile(r"\b(diffs?|edit(s|ed)?|chang(e|es|ed)|patch(es|ed)?|modif(y|ied|ication))\b", re.IGNORECASE),
     "run": re.compile(r"\b(output|traceback|stack ?trace|stderr|stdout|error message|exit (code|status)|test run"
                       r"|failures?|fail(ed|ing)|log)\b", re.IGNORECASE),
@@ -308,3 +318,38 @@ def fuse_z(lexical: LexicalCandidates, dense: DenseCandidates, *, created_at: Ma
         score += weights.date * on_named_day(created_at.get(episode_id, now), days)
         fused.append((episode_id, score))
     return sorted(fused, key=lambda item: (-item[1], -item[0]))
+
+
+TurnKey = tuple[str, int]
+
+
+def by_turn(fused: Sequence[tuple[int, float]], *, turn_of: Mapping[int, TurnKey],
+            members: Mapping[TurnKey, Sequence[int]], roles: Mapping[int, str], query: str,
+            weights: RecallWeights) -> list[tuple[int, float]]:
+    """`fused` with turns as units (`RecallWeights.turn`): within each turn of `members` (the turns that hold a
+    tool call, each with every episode recall may return of it) its answers, and its episodes of the role the
+    query names (with the role bonus), score at least the turn's best less `turn_gap`; a prompt scores
+    `turn_prompt` less; only the turn's best keeps its score: the rest fall by `turn_repeat`. Episodes of other
+    turns keep theirs. Best first."""
+    scores = dict(fused)
+    wanted = query_roles(query)
+    best_of: dict[TurnKey, float] = {}
+    for episode_id, score in fused:
+        key = turn_of.get(episode_id)
+        if key is not None and key in members:
+            best_of[key] = max(best_of.get(key, -math.inf), score)
+    out: dict[int, float] = {i: score for i, score in fused if turn_of.get(i) not in best_of}
+    for key, best in best_of.items():
+        ranked = []
+        for episode_id in members[key]:
+            role = roles.get(episode_id)
+            score = scores.get(episode_id, -math.inf)
+            if role == "assistant" or role in wanted:  # the turn's answer, or the action the query names
+                score = max(score, best - weights.turn_gap + (weights.role if role in wanted else 0.0))
+            if roles.get(episode_id) == "user":
+                score -= weights.turn_prompt
+            ranked.append((score, scores.get(episode_id, -math.inf), episode_id))
+        ranked.sort(key=lambda item: (-item[0], -item[1], -item[2]))  # of equal lent scores, the better own
+        for place, (score, _, episode_id) in enumerate(ranked):
+            out[episode_id] = score - (weights.turn_repeat if place else 0.0)
+    return sorted(out.items(), key=lambda item: (-item[1], -item[0]))

@@ -97,6 +97,8 @@ def recall_ranked(db: sqlite3.Connection, query: str, *, workspace_id: int | Non
         if weights.zscore and weights.neighbours else ({}, {})
     fused = _fuse(query, weights, lexical, lexical_stats, pool, best_chunk, dense.standardiser,
                   {**weighed, **by_id}, neighbours)
+    if weights.zscore and weights.turn:
+        fused = _by_turn(db, query, weights, fused, {**weighed, **by_id}, limit, workspace_id, skip_live_of)
     if weights.zscore:
         fused = [(episode_id, score) for episode_id, score in fused if score >= SCORE_FLOOR]
     by_id.update(queries.recallable_episodes(db, [i for i, _ in fused[:limit] if i not in by_id],
@@ -136,6 +138,47 @@ def _tool_neighbours(db: sqlite3.Connection, ids: list[int], by_id: dict[int, Ro
     known = {**weighed, **by_id}
     return ({episode_id: [i for i in others if i in known and known[i]["kind"] == "tool"]
              for episode_id, others in near.items()}, weighed)
+
+
+# Turns looked at as units (`ranking.by_turn`): those of the best candidates, as many as a page of hits and more.
+TURNS_WEIGHED = 3
+# How far (in episode ids) around a candidate its turn's other episodes are looked for; a turn longer than this
+# is seen in part.
+TURN_REACH = 120
+_WEIGHED_COLUMNS = ("e.id, e.kind, e.created_at, e.paths, e.tool_name, substr(e.original_command, 1, 40)"
+                    " AS original_command, e.session_id, e.turn")
+
+
+def _by_turn(db: sqlite3.Connection, query: str, weights: ranking.RecallWeights, fused: list[tuple[int, float]],
+             known: dict[int, Row], limit: int, workspace_id: int | None, skip_live_of: str | None
+             ) -> list[tuple[int, float]]:
+    """`fused` with the turns of its best candidates as units (`ranking.by_turn`): each such turn's episodes that
+    recall may return, read by what ranking weighs (kind, tool, command head), and the turns that hold a tool
+    call (a conversation's turns are each their own answer and stay as they are)."""
+    top = [episode_id for episode_id, _ in fused[:max(limit, 5) * TURNS_WEIGHED]]
+    missing = [i for i in top if i not in known or "turn" not in known[i]]
+    known = {**known, **queries.recallable_episodes(db, missing, workspace_id=workspace_id, skip_live_of=skip_live_of,
+                                                    exclude_origins=NOT_RECALLED_ORIGINS, columns=_WEIGHED_COLUMNS)}
+    turns: dict[ranking.TurnKey, int] = {}
+    for episode_id in top:
+        row = known.get(episode_id)
+        if row is not None and row["turn"] is not None:
+            turns.setdefault((str(row["session_id"]), int(row["turn"])), episode_id)
+    members: dict[ranking.TurnKey, list[int]] = {}
+    found: dict[int, Row] = {}
+    for (session, turn), near in turns.items():
+        ids = [int(i) for (i,) in db.execute(
+            "SELECT id FROM episodes WHERE session_id = ? AND id BETWEEN ? AND ? AND turn = ?",
+            (session, near - TURN_REACH, near + TURN_REACH, turn))]
+        found.update(queries.recallable_episodes(db, ids, workspace_id=workspace_id, skip_live_of=skip_live_of,
+                                                 exclude_origins=NOT_RECALLED_ORIGINS, columns=_WEIGHED_COLUMNS))
+        members[(session, turn)] = [i for i in ids if i in found]
+    with_tools = {key: ids for key, ids in members.items() if any(found[i]["kind"] == "tool" for i in ids)}
+    rows = {**known, **found}
+    turn_of = {i: (str(row["session_id"]), int(row["turn"])) for i, row in rows.items()
+               if "turn" in row and row["turn"] is not None}
+    roles = {i: ranking.role_of(row["kind"], row["tool_name"], row["original_command"]) for i, row in rows.items()}
+    return ranking.by_turn(fused, turn_of=turn_of, members=with_tools, roles=roles, query=query, weights=weights)
 
 
 @dataclass(frozen=True)
