@@ -149,7 +149,7 @@ def decide(payload: dict[str, Any], env: Mapping[str, str],
     from codeoid.hooks import shell_facts
 
     parsed = shell_command.parse(command)
-    if not parsed.understood or parsed.background or parsed.stdout_redirected or parsed.invocation is None:
+    if not parsed.understood or parsed.background or parsed.stdout_leaves or parsed.invocation is None:
         return None, CONSTRUCT
     facts = shell_facts.read(command)
     if not facts.understood or _unsafe_to_wrap(command, facts):
