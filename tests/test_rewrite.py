@@ -121,6 +121,8 @@ HOSTILE = {
     "heredoc with expansions": ("x=2; cat <<EOF\nline $x $LINENO\nEOF\necho after $LINENO", True),
     "heredoc last": ("cat <<'EOF'\n$HOME }\nEOF", True),
     "trailing comment": ("echo hi # } done", True),
+    "a backslash at the very end": ("echo a \\", False),
+    "stdout onto stderr": ("seq 1 3 >&2; echo after", True),
     "subshell exit": ("(echo in; exit 4); echo status $?", True),
     "stdin is /dev/null": ("cat; echo done", True),
     "$_ and $?": ("echo $_ $?", True),
@@ -167,6 +169,32 @@ def test_a_long_output_keeps_its_error_lines_where_they_were(workdir: Path) -> N
     shown = subprocess.run([executable("codeoid"), "show", "raw-toolu_merged", "--raw"], capture_output=True,
                            check=True)
     assert shown.stdout == plain.output  # the archive holds the merged bytes in order
+
+
+FIXTURES = Path(__file__).parent / "fixtures" / "compress"
+
+
+def test_a_report_printed_on_stderr_is_compressed_by_its_rule(hook_world: dict[str, Any], tmp_path: Path) -> None:
+    """jest prints its whole report on stderr: it goes through the jest rule like a report on stdout would."""
+    report = (FIXTURES / "jest_verbose.out").read_bytes()
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "jest").write_text(f"#!/bin/sh\ncat {shlex.quote(str(FIXTURES / 'jest_verbose.out'))} >&2\nexit 1\n")
+    (bin_dir / "jest").chmod(0o755)
+    env = {"PATH": f"{bin_dir}:{os.environ['PATH']}"}
+    answer = pre_tool_use(hook_world, "jest --ci")
+    assert answer is not None
+    plain = run_like_claude_code("jest --ci", hook_world["project"], env)
+    through = run_like_claude_code(answer["hookSpecificOutput"]["updatedInput"]["command"], hook_world["project"],
+                                   env)
+
+    assert plain.output == report and through.exit_status == plain.exit_status == 1
+    assert len(through.output) < len(report) / 2
+    lines = through.output.decode().splitlines()
+    assert lines[-1].startswith("[codeoid] rule jest: ") and "raw-toolu_hook" in lines[-1]
+    for line in report.decode().splitlines():
+        if line.lstrip().startswith(("✕", "FAIL", "Tests:", "Test Suites:")):
+            assert line in lines, line  # every failing test and the summary, from stderr
 
 
 def test_long_output_is_compressed_and_archived_byte_exact_even_when_the_command_exits(
@@ -609,7 +637,6 @@ PASS_THROUGH = {
     "follows a file": ("tail -f log | cat", {}),
     "watch flag": ("cat --watch", {}),
     "editor": ("vim x; ls", {}),
-    "line continuation at the end": ("seq 1 100 \\", {}),
     "function named like a wrapper word": ("cat() { :; }; seq 1 100", {}),
 }
 
