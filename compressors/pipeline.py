@@ -23,7 +23,7 @@ from collections import deque
 from collections.abc import Callable, Iterator
 
 from codeoid.compressors import failure_groups
-from codeoid.compressors.diagnostics import DIAGNOSTIC_HINTS, DIAGNOSTIC_PATTERNS
+from codeoid.compressors.diagnostics import DIAGNOSTIC_HINTS, DIAGNOSTIC_PATTERNS, STREAM_ERROR_PATTERNS
 from codeoid.compressors.rules import Rule
 
 TYPE_CHECKING = False
@@ -192,6 +192,7 @@ class Pipeline:
         self._keep = _union(rule.keep)
         self._diagnostics = _union(DIAGNOSTIC_PATTERNS) if rule.diagnostics else None
         self._diagnostic_hints = re.compile(DIAGNOSTIC_HINTS)
+        self._stream_errors = _Patterns(STREAM_ERROR_PATTERNS)
         self._drop = _union(rule.drop)
         self._collapse = [(group.label, _union(group.patterns), group.keep) for group in rule.collapse]
         self._through = _union([pattern for group in rule.collapse for pattern in group.through])
@@ -447,7 +448,7 @@ class Pipeline:
     def _decide(self, entry: _Entry, text: str) -> None:
         """The rule's own patterns come first (its author knows a passing line that mentions `Error:`), then the
         engine's diagnostics, then the budgets."""
-        if self._keep is not None and self._keep.search(text):
+        if (self._keep is not None and self._keep.search(text)) or self._is_stream_error(text):
             self._run_label = None
             entry.must = True
             self._count_in_item(entry, text)
@@ -523,9 +524,14 @@ class Pipeline:
                 return
         self._note(text)
 
+    def _is_stream_error(self, text: str) -> bool:
+        """An error line as programs print them on stderr (`diagnostics.STREAM_ERROR_PATTERNS`): never cut."""
+        return ": " in text and self._stream_errors.search(text)
+
     def _is_diagnostic(self, text: str) -> bool:
-        return (self._diagnostics is not None and self._diagnostic_hints.search(text.lower()) is not None
-                and self._diagnostics.search(text))
+        return bool(self._is_stream_error(text)) or bool(
+            self._diagnostics is not None and self._diagnostic_hints.search(text.lower()) is not None
+            and self._diagnostics.search(text))
 
     def _count_in_item(self, entry: _Entry, text: str) -> None:
         item = self._item
