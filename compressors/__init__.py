@@ -1,17 +1,19 @@
-'''The rule engine: turns a command's raw stdout into compressed stdout, given rules. Knows nothing of Claude Code.
+'''The rule engine: turns a command's raw output into compressed output, given rules. Knows nothing of Claude Code.
 
 Raw output is archived before it reaches this package, which is what makes dropping lines safe; the engine's
 promise is the fidelity contract of DESIGN §5: kept lines are byte-identical raw lines in raw order, every line
 it adds starts with `MARKER` (`b"[codeoid] "`), and each rule keeps errors, failures, tracebacks, distinct
-warnings, failing test ids, changed files and files with search hits (with their counts), and always the
-output's last non-blank line. Outputs under 40 lines or 1 KB, or that would not shrink, pass through unchanged.
+warnings, failing test ids, changed files and files with search hits (with their counts), error lines as programs
+print them on stderr (kept by every rule, `diagnostics.STREAM_ERROR_PATTERNS`), and always the output's last
+non-blank line. Outputs under 40 lines or 1 KB, or that would not shrink, pass through unchanged.
 
 Public API
 ----------
 Parsing (`command.py`, tree-sitter-bash):
     parse(command: str) -> ShellCommand      never raises; `.understood`, `.invocation`, `.background`,
-                                             `.stdout_redirected`, `.heredoc`, `.calls_exit`, `.defines_function`,
-                                             `.subshell`, `.substitution`, `.compound`, `.programs`
+                                             `.stdout_redirected`, `.stdout_leaves` (not onto stderr), `.heredoc`,
+                                             `.calls_exit`, `.defines_function`, `.subshell`, `.substitution`,
+                                             `.compound`, `.programs`
     resolve(command: str) -> Invocation | None   `Invocation(program, args, launchers)` of the last stage, after
                                              `VAR=x`, `cd dir &&`, launchers (`python -m`, `npx`, `uv run`...)
 Rules (`rules.py`, `loader.py`):

@@ -473,7 +473,7 @@ class Pipeline:
                 break
         else:
             self._run_label = None
-            if self._is_diagnostic(text):
+            if self._matches_diagnostics(text):  # a stream error was kept above, before the rule's drops
                 entry.must = True
                 return
         long_line = self.rule.long_line
@@ -525,13 +525,16 @@ class Pipeline:
         self._note(text)
 
     def _is_stream_error(self, text: str) -> bool:
-        """An error line as programs print them on stderr (`diagnostics.STREAM_ERROR_PATTERNS`): never cut."""
-        return ": " in text and self._stream_errors.search(text)
+        """An error line as programs print them on stderr (`diagnostics.STREAM_ERROR_PATTERNS`): never cut. Every
+        pattern starts the line with a word and holds `: `, so most lines are turned away before the regex."""
+        return bool(text) and not text[0].isspace() and ": " in text and self._stream_errors.search(text)
 
     def _is_diagnostic(self, text: str) -> bool:
-        return bool(self._is_stream_error(text)) or bool(
-            self._diagnostics is not None and self._diagnostic_hints.search(text.lower()) is not None
-            and self._diagnostics.search(text))
+        return self._is_stream_error(text) or self._matches_diagnostics(text)
+
+    def _matches_diagnostics(self, text: str) -> bool:
+        return bool(self._diagnostics is not None and self._diagnostic_hints.search(text.lower()) is not None
+                    and self._diagnostics.search(text))
 
     def _count_in_item(self, entry: _Entry, text: str) -> None:
         item = self._item

@@ -6,11 +6,15 @@ from __future__ import annotations
 import json
 import shlex
 import time
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from codeoid.cli.common import open_store, scope_option, session_id_of, workspace_scope
 from codeoid.cli.group import cli
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 
 @cli.command()
@@ -78,3 +82,30 @@ def discover(session_ref: str | None, since_days: float | None, limit: int, as_j
     click.echo("")
     click.echo("Decisions are replayed with today's rules and permission settings, in the default permission mode.")
 
+
+def allow_rule_findings(data_dir: Path, project_dir: Path) -> list[Any]:
+    """Which allow rules would let codeoid compress the Bash output it had to leave whole in this project (the
+    `codeoid discover` replay of its history): codeoid never widens permissions itself."""
+    from codeoid.health.checks import _store
+    from codeoid.hooks.discover import discover
+    from codeoid.setup.doctor import Finding
+    from codeoid.store import queries
+
+    with _store(data_dir) as db:
+        if db is None:
+            return []
+        workspace_id = queries.workspace_id_for(db, str(project_dir))
+        if workspace_id is None:
+            return []
+        try:
+            report = discover(db, workspace_id=workspace_id)
+        except Exception as error:  # noqa: BLE001 - a check must not break doctor
+            return [Finding("info", f"Could not replay this project's Bash history ({error}).")]
+    rules = report.by_allow_rule()
+    if not rules:
+        return []
+    named = "; ".join(f"{rule} {size / report.window_bytes:.0%} of the window" + (f" ({failed} failed calls)"
+                                                                                   if failed else "")
+                      for rule, size, _, failed in rules[:3])
+    return [Finding("info", f"Allow rules would let codeoid compress more of this project's Bash output: {named}. "
+                            f"Add one with `codeoid allow {shlex.quote(rules[0][0])}` (see `codeoid discover`).")]

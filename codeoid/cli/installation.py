@@ -196,10 +196,12 @@ def doctor(as_json: bool) -> None:
     from pathlib import Path
 
     from codeoid import paths
+    from codeoid.cli.discover import allow_rule_findings
     from codeoid.health.checks import health_report
     from codeoid.setup.doctor import doctor_report
 
-    findings = [*doctor_report(), *health_report(Path(paths.data_dir_location()), Path.cwd())]
+    data_dir = Path(paths.data_dir_location())
+    findings = [*doctor_report(), *health_report(data_dir, Path.cwd()), *allow_rule_findings(data_dir, Path.cwd())]
     if as_json:
         click.echo(json.dumps([finding._asdict() for finding in findings], indent=2))
     else:

@@ -301,3 +301,39 @@ def normalize_timing(stdout: bytes) -> bytes:
     """The one thing that differs between two runs of the same tests: how long they took."""
     return re.sub(rb"in \d+\.\d+s", b"in Ns", stdout)
 
+
+
+FAILING_RUN = ("python3 -c 'import sys; [print(i) for i in range(3000)]; print(\"boom\", file=sys.stderr); "
+               "sys.exit(1)'")
+PYTHON_RULES = """
+[[rule]]
+name = "e2e-python"
+match = { program = ["python3"] }
+head = 5
+tail = 3
+"""
+
+
+@pytest.mark.e2e
+def test_a_failure_claude_code_asks_about_is_compressed_once_the_user_allows_it(rig: ClaudeRig) -> None:
+    """In the default mode a command Claude Code asks about is left as typed (no PreToolUse answer rewrites it
+    without answering for the user or showing the wrapper); after `codeoid allow` its failure reaches the model
+    compressed, stderr included, in the plain run's order."""
+    rig.env["SHELL"] = "/bin/bash"
+    write_rules(rig, PYTHON_RULES)
+    rig.install_codeoid()
+    (refused_call,), refused_run = run_scenario(rig, [FAILING_RUN], allow_all=False)
+    refused = results_by_id(refused_run)[refused_call.id]
+    assert refused.is_error and "__codeoid_" not in refused.text and "boom" not in refused.text
+
+    done = subprocess.run([CODEOID, "allow", "Bash(python3:*)", "--yes"], capture_output=True, text=True,
+                          env=rig.env, cwd=rig.project)
+    assert done.returncode == 0, done.stderr
+    (call,), run = run_scenario(rig, [FAILING_RUN], allow_all=False)
+
+    result = results_by_id(run)[call.id]
+    lines = model_text(result).splitlines()
+    assert result.is_error and lines[0] == "Exit code 1"
+    assert lines[1:6] == ["0", "1", "2", "3", "4"] and "boom" in lines  # the stderr line, after stdout's
+    assert lines.index("boom") > lines.index("2999") and f"raw-{call.id}" in lines[-1]
+    assert len(model_text(result)) < 1000  # Claude Code alone shows 10,000 characters of it, and loses the end
