@@ -118,6 +118,7 @@ def test_a_persisted_output_is_stored_whole_found_by_recall_and_paged_back_exact
 
     stored = episode(world, "toolu_big1")
     assert stored["text"] == whole and stored["cut"] is None
+    assert stored["partly_shown"] == 1  # the window saw Claude Code's preview: recall finds it there too
     assert stored["summary"].endswith("-> exit 0, 4000 lines")
     assert stored["raw_output_id"] == "raw-toolu_big1"
     assert codeoid(world, "show", "raw-toolu_big1", "--raw").stdout == whole.encode()  # verbatim, final newline too
@@ -204,6 +205,7 @@ def test_the_after_the_fact_compression_counts_from_the_whole_file(world: dict[s
     assert codeoid(world, "show", "raw-toolu_big1", "--raw").stdout == whole.encode()
     stored = episode(world, "toolu_big1")
     assert stored["text"] == shown and stored["raw_output_id"] == "raw-toolu_big1"
+    assert stored["partly_shown"] is None  # the window holds this text whole
 
 
 def test_a_preview_is_never_compressed(world: dict[str, Any]) -> None:
