@@ -173,6 +173,18 @@ def test_past_the_read_cap_the_head_is_stored_and_every_view_says_where_it_was_c
                                    ("get_episode", {"episode_id": stored["id"], "lines": "1-3"}))
     assert f"cut: {cut}" in recalled and f"cut: {cut}" in paged
 
+    from html import escape
+
+    from codeoid.store import db as store_db
+    from codeoid.viewer.html import Links
+    from codeoid.viewer.pages import episode_page
+
+    connection = store_db.connect()
+    try:
+        assert f"Cut: {escape(cut)}" in episode_page(connection, Links("t"), stored["id"], may_retract=False)
+    finally:
+        connection.close()
+
 
 def test_a_failed_commands_cut_text_says_it_was_cut(world: dict[str, Any]) -> None:
     """A failure's output is Claude Code's own cut text (no file is written): the episode says so."""
