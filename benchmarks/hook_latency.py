@@ -3,7 +3,11 @@
 Every run gets a fresh `tool_use_id` / `prompt_id`, so each one really writes (a repeated key would be the
 cheap duplicate path). `python -c pass` with the same interpreter runs in the same loop as the floor.
 
-    .venv/bin/python benchmarks/hook_latency.py [--runs 200] [--markdown]
+A Bash output Claude Code saved to a file (`persistedOutputPath`) is read back whole by the hook and stored twice
+(the episode's text, and verbatim as its raw output): those cases run `--persisted-runs` times (each run stores the
+whole file again), with a 1 MB and a 30 MB file in the session's `tool-results/` folder.
+
+    .venv/bin/python benchmarks/hook_latency.py [--runs 200] [--persisted-runs 5] [--markdown]
 """
 
 from __future__ import annotations
@@ -51,6 +55,28 @@ def payloads(project: str, transcript: str) -> dict[str, Callable[[int], dict[st
     }
 
 
+def persisted_payloads(project: str, transcript: str) -> dict[str, Callable[[int], dict[str, Any]]]:
+    """`cat` of a log no rule compresses, 1 MB and 30 MB, as Claude Code 2.1.332 hands it over: the first 30,000
+    characters and the file it saved the whole output to."""
+    folder = Path(transcript).with_suffix("") / "tool-results"
+    folder.mkdir(parents=True, exist_ok=True)
+    cases: dict[str, Callable[[int], dict[str, Any]]] = {}
+    for label, size in (("1 MB", 1 << 20), ("30 MB", 30 << 20)):
+        path = folder / f"persisted-{label.replace(' ', '')}.txt"
+        line = "2026-12-02T10:00 worker heartbeat ok, nothing to report; all of it kept verbatim\n"
+        path.write_text(line * (size // len(line)))
+        head = path.read_text()[:30_000].rstrip("\n")
+
+        def make(i: int, path: Path = path, head: str = head) -> dict[str, Any]:
+            return {"session_id": "bench-session", "transcript_path": transcript, "cwd": project,
+                    "hook_event_name": "PostToolUse", "tool_name": "Bash", "tool_use_id": f"persisted{i}-{path.stem}",
+                    "tool_input": {"command": "cat service.log"},
+                    "tool_response": {"stdout": head, "stderr": "", "interrupted": False,
+                                      "persistedOutputPath": str(path), "persistedOutputSize": path.stat().st_size}}
+        cases[f"PostToolUse (Bash, {label} persisted file read back)"] = make
+    return cases
+
+
 def agent_payloads(project: str) -> dict[str, tuple[list[str], Callable[[int], dict[str, Any]]]]:
     """Codex's and Gemini's events as their CLIs send them (docs/agent-protocols.md), through `--agent=`."""
     codex = {"session_id": "bench-codex", "cwd": project, "transcript_path": None, "model": "gpt-5-codex",
@@ -79,6 +105,7 @@ def timed(argv: list[str], stdin: bytes, env: dict[str, str]) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=200)
+    parser.add_argument("--persisted-runs", type=int, default=5)
     parser.add_argument("--markdown", action="store_true")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as scratch:
@@ -100,7 +127,10 @@ def main() -> None:
                 results[name].append(timed([hook, event], json.dumps(make(i)).encode(), env))
             for name, (arguments, make) in agent_cases.items():
                 results[name].append(timed([hook, *arguments], json.dumps(make(i)).encode(), env))
-        rows = [(name, statistics.median(times), sorted(times)[int(len(times) * 0.95) - 1])
+        for name, make in persisted_payloads(project, transcript).items():
+            results[name] = [timed([hook, "PostToolUse"], json.dumps(make(i)).encode(), env)
+                             for i in range(args.persisted_runs)]
+        rows = [(name, statistics.median(times), sorted(times)[max(int(len(times) * 0.95) - 1, 0)])
                 for name, times in results.items()]
     if args.markdown:
         print(f"| hook (fresh process, {args.runs} runs) | median ms | p95 ms |")

@@ -118,6 +118,7 @@ def test_a_persisted_output_is_stored_whole_found_by_recall_and_paged_back_exact
 
     stored = episode(world, "toolu_big1")
     assert stored["text"] == whole and stored["cut"] is None
+    assert stored["partly_shown"] == 1  # the window saw Claude Code's preview: recall finds it there too
     assert stored["summary"].endswith("-> exit 0, 4000 lines")
     assert stored["raw_output_id"] == "raw-toolu_big1"
     assert codeoid(world, "show", "raw-toolu_big1", "--raw").stdout == whole.encode()  # verbatim, final newline too
@@ -172,6 +173,18 @@ def test_past_the_read_cap_the_head_is_stored_and_every_view_says_where_it_was_c
                                    ("get_episode", {"episode_id": stored["id"], "lines": "1-3"}))
     assert f"cut: {cut}" in recalled and f"cut: {cut}" in paged
 
+    from html import escape
+
+    from codeoid.store import db as store_db
+    from codeoid.viewer.html import Links
+    from codeoid.viewer.pages import episode_page
+
+    connection = store_db.connect()
+    try:
+        assert f"Cut: {escape(cut)}" in episode_page(connection, Links("t"), stored["id"], may_retract=False)
+    finally:
+        connection.close()
+
 
 def test_a_failed_commands_cut_text_says_it_was_cut(world: dict[str, Any]) -> None:
     """A failure's output is Claude Code's own cut text (no file is written): the episode says so."""
@@ -204,6 +217,7 @@ def test_the_after_the_fact_compression_counts_from_the_whole_file(world: dict[s
     assert codeoid(world, "show", "raw-toolu_big1", "--raw").stdout == whole.encode()
     stored = episode(world, "toolu_big1")
     assert stored["text"] == shown and stored["raw_output_id"] == "raw-toolu_big1"
+    assert stored["partly_shown"] is None  # the window holds this text whole
 
 
 def test_a_preview_is_never_compressed(world: dict[str, Any]) -> None:

@@ -219,6 +219,8 @@ def post_tool_use(db: sqlite3.Connection, event: SpooledEvent) -> str | None:
         original_command=original[0] if original else None,
         raw_output_id=original[1] if original else replaced[0] if replaced else None,
         cut=_cut_note(facts, error if original is None else None),
+        # Claude Code showed the model its `<persisted-output>` preview, unless the compressed view replaced it.
+        partly_shown=facts is not None and (replaced is None or replaced[1] is None),
     )
     if replaced is None or replaced[1] is None or not isinstance(response, dict):
         return None

@@ -173,12 +173,14 @@ def add_tool_call(
     original_command: str | None = None,
     raw_output_id: str | None = None,
     cut: str | None = None,
+    partly_shown: bool = False,
 ) -> int | None:
     """Store one tool call with its whole result (or failure text); None when it was stored already.
 
     `original_command`, for a Bash call the rewrite wrapped, is the command the model typed: it is what `command`
     and the input's `command` hold (stored, indexed, shown), and the wrapper that ran goes to `wrapper` alone.
-    `cut`, when the text is not the whole result, says so in a sentence that every view of the episode repeats."""
+    `cut`, when the text is not the whole result, says so in a sentence that every view of the episode repeats;
+    `partly_shown`: the model's window held only a preview of the text, so recall finds it even in that window."""
     key = tool_use_id or f"unkeyed-{os.urandom(16).hex()}"
     if db.execute("SELECT 1 FROM episodes WHERE kind = 'tool' AND tool_use_id = ?", (key,)).fetchone():
         return None
@@ -198,7 +200,7 @@ def add_tool_call(
     return _insert(
         db, owner, turn=current_turn(db, owner), kind="tool", tool_name=tool_name, tool_use_id=key,
         input=to_json(tool_input), command=command, original_command=original, wrapper=wrapper,
-        cut=clean_text(cut) if cut else None,
+        cut=clean_text(cut) if cut else None, partly_shown=1 if partly_shown else None,
         text=text, response=None if response is None else to_json(episode_text.response_without_text(response, text)),
         is_error=int(is_error), exit_status=exit_status,
         paths=to_json(episode_text.touched_paths(tool_input)), agent_id=agent_id,

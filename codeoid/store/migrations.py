@@ -455,7 +455,9 @@ def m014_command_as_typed(db: sqlite3.Connection) -> None:
     and `input.command` hold what the model typed, and `wrapper` the script that ran (a fact about how the call ran,
     never indexed). `cut` says, in a sentence, where an episode's text is not the call's whole result (a failed
     command Claude Code cut to its first and last 5,000 characters; a persisted output past codeoid's read cap).
-    Existing rows are moved where the typed command is known (`original_command` differs from the wrapper): the
+    `partly_shown` is 1 where the model's window held only part of the text (Claude Code showed a preview of a
+    result it saved to a file): recall then finds it in its own window too. Existing rows are moved where the typed
+    command is known (`original_command` differs from the wrapper): the
     update of `input` re-indexes them in FTS and the context index through their triggers.
     """
     columns = {row[1] for row in db.execute("PRAGMA table_info(episodes)")}
@@ -463,6 +465,8 @@ def m014_command_as_typed(db: sqlite3.Connection) -> None:
         db.execute("ALTER TABLE episodes ADD COLUMN wrapper TEXT")
     if "cut" not in columns:
         db.execute("ALTER TABLE episodes ADD COLUMN cut TEXT")
+    if "partly_shown" not in columns:
+        db.execute("ALTER TABLE episodes ADD COLUMN partly_shown INTEGER")
     db.execute(
         """UPDATE episodes SET wrapper = command, command = original_command,
                input = CASE WHEN json_valid(input) AND json_type(input, '$.command') = 'text'

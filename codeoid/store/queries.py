@@ -447,8 +447,8 @@ def _recall_filters(states: tuple[str, ...], workspace_id: int | None, skip_live
     if workspace_id is not None:
         filters.append("e.workspace_id = ?")
         params.append(workspace_id)
-    if skip_live_of is not None:
-        filters.append("NOT (e.state = 'live' AND e.backing_session_id IS ?)")
+    if skip_live_of is not None:  # a result the window saw only a preview of (`partly_shown`) is not skipped
+        filters.append("NOT (e.state = 'live' AND e.backing_session_id IS ? AND e.partly_shown IS NULL)")
         params.append(skip_live_of)
     if exclude_origins:
         filters.append(f"e.origin NOT IN ({', '.join('?' for _ in exclude_origins)})")

@@ -274,7 +274,8 @@ def forget(db: sqlite3.Connection, episode_ids: list[int], *, vacuum: bool = Fal
         for episode_id, _ in rows:
             # The update trigger takes the old text out of the FTS index (when it was indexed at all).
             db.execute(
-                """UPDATE episodes SET text = '', input = NULL, command = NULL, original_command = NULL,
+                """UPDATE episodes SET text = '', input = NULL, command = NULL, original_command = NULL, wrapper = NULL,
+                   cut = NULL,
                    response = NULL, paths = NULL, transcript_uuid = NULL, raw_output_id = NULL,
                    summary = ?, token_estimate = 0, forgotten_at = ? WHERE id = ?""",
                 (FORGOTTEN, now, episode_id))

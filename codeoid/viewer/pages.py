@@ -153,8 +153,9 @@ def _episode(row: dict[str, Any], links: Links, session_id: str | None = None) -
     raw_link = (f'<p>Raw output: <a href="{links.raw(row["raw_output_id"])}">{esc(row["raw_output_id"])}</a>'
                 " (the exact stdout, before compression)</p>" if row.get("raw_output_id") else "")
     outcome = " · failed" if row.get("is_error") else ""
+    cut = f"<p>Cut: {esc(row['cut'])}</p>" if row.get("cut") else ""
     return (f'<div class="episode tool" id="e{row["id"]}">{meta}<details><summary>{esc(row["summary"])}{outcome}'
-            f"</summary>{called}<pre>{esc(row['text'])}</pre>{raw_link}</details></div>")
+            f"</summary>{called}{cut}<pre>{esc(row['text'])}</pre>{raw_link}</details></div>")
 
 
 def _tool_input(row: dict[str, Any]) -> str:

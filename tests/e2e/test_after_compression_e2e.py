@@ -105,9 +105,9 @@ def test_with_no_allow_rule_the_model_reads_the_output_compressed_and_pages_the_
 @pytest.mark.e2e
 def test_a_failed_command_and_an_output_at_the_cap_reach_the_model_as_without_codeoid(rig: ClaudeRig) -> None:
     """With the rewrite switched off (`CODEOID_COMPRESS=after`) every command runs as typed: one under the cap
-    is compressed after the fact; a failed one (Claude Code ignores a failure's replacement) and one at
-    Claude Code's 30,000-character cap (at which the hook cannot tell a whole output from the first part of one
-    Claude Code saved to a file itself) are left exactly as they were."""
+    is compressed after the fact; a failed one (Claude Code ignores a failure's replacement) and one of exactly
+    Claude Code's 30,000-character cap are left exactly as they were; one over the cap, which Claude Code saved
+    to a file, is compressed from the whole file (`persistedOutputPath`) in place of Claude Code's preview."""
     rig.env["SHELL"] = "/bin/bash"
     rig.env["CODEOID_COMPRESS"] = "after"
     write_rules(rig, SEQ_RULES)
@@ -127,18 +127,22 @@ def test_a_failed_command_and_an_output_at_the_cap_reach_the_model_as_without_co
     compressed, failed, at_cap, over_cap = (through[call.id] for call in calls)
     assert not compressed.is_error and "[codeoid] 5992 lines cut, raw lines 6-5997" in compressed.text
     assert show_raw(rig, f"raw-{calls[0].id}") == model_text(plain[plain_calls[0].id]).encode()
-    for call, plain_call in zip(calls[1:], plain_calls[1:], strict=True):
+    for call, plain_call in zip(calls[1:3], plain_calls[1:3], strict=True):
         before, after = plain[plain_call.id], through[call.id]
         assert "[codeoid]" not in after.text, call.input
         assert after.is_error == before.is_error
         assert _unpersisted(model_text(after)) == _unpersisted(model_text(before)), call.input
         assert stored[call.id]["raw_output_id"] is None
     assert failed.is_error and model_text(failed).startswith("Exit code 1")
-    # Exactly 30,000 characters reach the model whole; the hook cannot tell them from the first 30,000 of a
-    # longer output, which Claude Code saved to a file and previews: both are left alone.
+    # Claude Code cut the failure's 13,893 characters to its first and last 5,000: the episode says so.
+    assert "characters truncated in the middle" in stored[calls[1].id]["cut"]
+    # Exactly 30,000 characters reach the model whole, no file named: left alone (at the cap without a file, the
+    # hook cannot tell a whole output from the head of a longer one).
     assert len(model_text(at_cap)) == 30_000 and "<persisted-output>" not in at_cap.text
-    assert "<persisted-output>" in over_cap.text
-    assert set(raw_outputs(rig)) == {f"raw-{calls[0].id}"}
+    assert "<persisted-output>" in plain[plain_calls[3].id].text and "<persisted-output>" not in over_cap.text
+    assert not over_cap.is_error and "[codeoid] 7992 lines cut, raw lines 6-7997" in over_cap.text  # all 8,000
+    assert show_raw(rig, f"raw-{calls[3].id}") == "".join(f"{n}\n" for n in range(1, 8001)).encode()
+    assert set(raw_outputs(rig)) == {f"raw-{calls[0].id}", f"raw-{calls[3].id}"}
     for call in calls:
         assert bash_wrapper.unwrap(stored[call.id]["command"]) is None  # the rewrite was switched off
 
