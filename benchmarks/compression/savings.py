@@ -113,7 +113,8 @@ def window_report(fixtures: Path, markdown: bool) -> None:
     manifest = json.loads((fixtures / "manifest.json").read_text())
     columns = ("alone", "rtk", "rewrite", "after")
     totals = {column: 0 for column in columns} | {f"{column}_seen": 0 for column in columns}
-    totals |= {"raw": 0, "items": 0, "rtk_alone": 0, "rtk_items": 0, "rtk_alone_seen": 0, "rtk_runs": 0}
+    totals |= {"raw": 0, "items": 0, "rtk_alone": 0, "rtk_items": 0, "rtk_alone_seen": 0, "rtk_runs": 0,
+               "rtk_rewrite": 0, "rtk_rewrite_seen": 0}
     rows = []
     for fixture in manifest["fixtures"]:
         raw = (fixtures / f"{fixture['name']}.out").read_bytes()
@@ -143,6 +144,8 @@ def window_report(fixtures: Path, markdown: bool) -> None:
             totals["rtk_alone"] += len(texts["alone"] or "")
             totals["rtk_items"] += len(items)
             totals["rtk_alone_seen"] += seen["alone"] or 0
+            totals["rtk_rewrite"] += len(texts["rewrite"] or "")
+            totals["rtk_rewrite_seen"] += seen["rewrite"] or 0
         rows.append([fixture["name"], rule.name if rule else "-", status, len(raw),
                      *(len(texts[column] or "") if texts[column] is not None else "n/a" for column in columns),
                      len(items), *(seen[column] if seen[column] is not None else "n/a" for column in columns)])
@@ -157,11 +160,13 @@ def window_report(fixtures: Path, markdown: bool) -> None:
     print(f"window characters, {len(rows)} commands: Claude Code alone {totals['alone']:,}, codeoid rewrite "
           f"{totals['rewrite']:,}, codeoid after the fact {totals['after']:,}"
           + (f", rtk {totals['rtk']:,} (on the {totals['rtk_runs']} commands it was run on, where Claude Code alone "
-             f"is {totals['rtk_alone']:,})" if totals["rtk_runs"] else ", rtk n/a (no recorded rtk outputs)"))
+             f"is {totals['rtk_alone']:,} and codeoid rewrite {totals['rtk_rewrite']:,})" if totals["rtk_runs"]
+             else ", rtk n/a (no recorded rtk outputs)"))
     print(f"critical items visible, of {totals['items']:,}: Claude Code alone {totals['alone_seen']:,}, codeoid "
           f"rewrite {totals['rewrite_seen']:,}, codeoid after the fact {totals['after_seen']:,}"
           + (f", rtk {totals['rtk_seen']:,} of {totals['rtk_items']:,} (Claude Code alone "
-             f"{totals['rtk_alone_seen']:,} there)" if totals["rtk_runs"] else ""))
+             f"{totals['rtk_alone_seen']:,} there, codeoid rewrite {totals['rtk_rewrite_seen']:,})"
+             if totals["rtk_runs"] else ""))
 
 
 def print_table(header: list[str], rows: list[list[object]], markdown: bool) -> None:
