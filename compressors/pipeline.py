@@ -725,7 +725,6 @@ class Pipeline:
             self._spend_budget()
             if self.ceiling:  # held, not written: the ceiling is over the whole output
                 self._spend_ceiling(complete=False)
-                self._compact()
                 return
             self._render()
 
@@ -804,7 +803,15 @@ class Pipeline:
         report's raw lines, within `CRITICAL_SHARE` of the ceiling, the rest named by one line and its raw
         lines), then the closing line, the first failure report's kept lines, and the other kept lines and notes
         in raw order while they fit. Every cut is named by a marker with its raw lines."""
-        if not self.ceiling or self._estimate() <= self.ceiling or self._trial_size() <= self.ceiling:
+        if not self.ceiling:
+            return
+        if not complete:  # what is held so far, within the ceiling by estimate; measured once the output ends
+            if self._decided_bytes > self.ceiling:
+                self._cut_to(self.ceiling - 2 * MARKER_COST, complete=False)
+            self._compact()
+            return
+        self._compact()
+        if self._estimate() <= self.ceiling or self._trial_size() <= self.ceiling:
             return
         self._cut_to(self.ceiling - 2 * MARKER_COST, complete=complete)
         for _ in range(4):  # the costs above are estimates: measure, and cut the excess again if they were short

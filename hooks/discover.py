@@ -36,7 +36,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from codeoid.claude_window import stored_persisted, stored_window_size
+from codeoid.claude_window import stored_persisted, stored_window_size, window_size
 from codeoid.compressors import switch
 from codeoid.compressors.command import resolve
 from codeoid.compressors.engine import Thresholds
@@ -147,8 +147,7 @@ class Report:
 
 _CALLS = """
     SELECT e.original_command, coalesce(e.wrapper, e.command), e.text, e.raw_output_id, w.root, r.rule,
-           r.stdout_size, e.input,
-           e.is_error
+           r.stdout_size, e.input, e.is_error, r.shown_size, r.exit_status
     FROM episodes e
     JOIN workspaces w ON w.id = e.workspace_id
     LEFT JOIN raw_outputs r ON r.id = e.raw_output_id
@@ -167,9 +166,13 @@ def discover(db: sqlite3.Connection, *, workspace_id: int | None, session_id: st
     env = dict(os.environ if env is None else env)
     report = Report()
     rows = db.execute(_CALLS, {"workspace_id": workspace_id, "session_id": session_id, "since": since})
-    for original, ran, text, raw_id, root, rule, stdout_size, tool_input, is_error in rows:
+    for original, ran, text, raw_id, root, rule, stdout_size, tool_input, is_error, shown_size, exit_status in rows:
         command = original or ran or ""
-        shown = stored_window_size(len(text), bool(is_error))
+        if raw_id is not None and rule is not None and shown_size is not None:
+            # Compressed: the window got codeoid's text (after the fact, the episode keeps the text it replaced).
+            shown = window_size(shown_size, exit_status)
+        else:
+            shown = stored_window_size(len(text), bool(is_error))
         report.calls += 1
         report.window_bytes += shown
         if raw_id is not None and rule is not None:

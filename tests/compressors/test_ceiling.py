@@ -14,30 +14,13 @@ from pathlib import Path
 
 import pytest
 from detectors import lines_of, output_lines, violations
+from fifty_failures import FIFTY
 
 from codeoid.compressors import MARKER, Thresholds, compress_bytes, load_rules
 from codeoid.compressors.engine import footer, thresholds_from
 
 RULES = load_rules(user_dir="/nonexistent/codeoid-user-rules")
 RAW_ID = "raw-toolu_01AbCdEfGhIjKlMnOpQrStUv"
-
-# Fifty tests, each failing its own way: its own message (a word no other shares), every third deep in a helper.
-WORDS = ["anchor", "bridge", "candle", "dragon", "ember", "falcon", "garnet", "harbor", "island", "jasper",
-         "kettle", "lantern", "meadow", "nickel", "orchard", "pepper", "quartz", "raven", "saddle", "timber",
-         "umber", "velvet", "walnut", "yarrow", "zephyr", "acorn", "basalt", "cedar", "delta", "ferry",
-         "glacier", "hollow", "indigo", "juniper", "kelp", "lagoon", "marble", "nectar", "onyx", "pebble",
-         "quill", "ridge", "summit", "thistle", "upland", "valley", "willow", "xylem", "yonder", "zinnia"]
-FIFTY = """
-def helper(depth, word):
-    if depth == 0:
-        raise ValueError(word + " could not be resolved by the helper")
-    return helper(depth - 1, word)
-""" + "".join(
-    f"\ndef test_{word}():\n    helper({index % 5 + 2}, {word!r})\n" if index % 3 == 0 else
-    f"\ndef test_{word}():\n    measured = {{'{word}': {index}}}\n"
-    f"    assert measured['{word}'] == {index + 1}, 'the {word} check disagrees'\n"
-    for index, word in enumerate(WORDS))
-
 
 @pytest.fixture(scope="module")
 def fifty_failures(tmp_path_factory: pytest.TempPathFactory) -> bytes:
