@@ -239,8 +239,9 @@ class Codes(NamedTuple):
     every location (`src/a.py:3,7 src/b.py:12`), then the first `keep` diagnostics of each code are shown whole;
     the others, with their `context` lines (a code frame, a help line), are cut and named by the table."""
 
-    # A diagnostic's first line; named groups `path`, `line` (both needed unless `file` gives the path), `code`
-    # (else the `message`, its quoted parts and numbers made generic, is the code) and `message`.
+    # A diagnostic's first line; named groups `path` and `line` (unless `file` or `at` gives them; with neither,
+    # as in a log, the raw line numbers are the locations), `code` (else the `message`, its quoted parts and
+    # numbers made generic, is the code) and `message`.
     line: str
     # A line naming the file the next diagnostics are in (eslint's and pyright's file headers): group 1.
     file: str | None = None
@@ -249,6 +250,9 @@ class Codes(NamedTuple):
     # Lines that belong to the diagnostic above them (code frames, notes): they go where it goes.
     context: tuple[str, ...] = ()
     keep: int = 1  # diagnostics shown whole per code
+    # Those first lines are never cut (a log's first error of each kind, among head and tail lines); otherwise
+    # they are spent like other lines, after the table, by the budget.
+    stay: bool = False
     # What the table calls one ("diagnostics", "errors", "warnings").
     label: str = "diagnostics"
     # The table's size: past it, the codes with most locations name only their files with counts.
@@ -512,9 +516,9 @@ def _codes(check: _Checker, value: Any) -> dict[str, Any]:
     at = check.pattern(codes["at"], "codes.at") if "at" in codes else None
     if at is not None and not {"path", "line"} <= set(re.compile(at).groupindex):
         raise ValueError("codes.at needs the named groups (?P<path>...) and (?P<line>...)")
-    if at is None and ("line" not in names or ("path" not in names and "file" not in codes)):
-        raise ValueError("codes.line needs the named groups (?P<path>...) and (?P<line>...) (or codes.file "
-                         "for the path, or codes.at for both)")
+    if at is None and "line" in names and "path" not in names and "file" not in codes:
+        raise ValueError("codes.line has a (?P<line>...) group but no (?P<path>...) (nor codes.file for the "
+                         "path, nor codes.at for both); without either, the raw line numbers are the locations")
     if "code" not in names and "message" not in names:
         raise ValueError("codes.line needs a named group (?P<code>...) or (?P<message>...)")
     label = codes.get("label", "diagnostics")
@@ -526,6 +530,7 @@ def _codes(check: _Checker, value: Any) -> dict[str, Any]:
         "at": at,
         "context": check.strings(codes.get("context", []), "codes.context", patterns=True),
         "keep": check.count(codes.get("keep", 1), "codes.keep"),
+        "stay": check.flag(codes.get("stay", False), "codes.stay"),
         "label": label,
         "table_bytes": check.count(codes.get("table_bytes", 3000), "codes.table_bytes"),
     }
