@@ -38,6 +38,8 @@ class Match(NamedTuple):
     args_none: tuple[str, ...] = ()
     # Options whose next word is their value, so `git -C dir status` has the subcommand `status`.
     options_with_value: tuple[str, ...] = ()
+    # Applies only with at most this many positional words (`grep -n PATTERN FILE`: one file, no names printed).
+    positional_max: int | None = None
 
     def applies_to(self, invocation: Invocation) -> bool:
         if invocation.program not in self.program:
@@ -45,6 +47,10 @@ class Match(NamedTuple):
         if self.args_none and any(_has_flag(invocation.args, flag) for flag in self.args_none):
             return False
         if self.args_any and not any(_has_flag(invocation.args, flag) for flag in self.args_any):
+            return False
+        if self.positional_max is not None and sum(
+                2 if any(char in word for char in "*?[{~") else 1  # a glob may name many files
+                for word in self._positional(invocation.args)) > self.positional_max:
             return False
         if not self.subcommand:
             return True
@@ -289,7 +295,8 @@ class Rule(NamedTuple):
     def from_plain(cls, plain: dict[str, Any]) -> Rule:
         """The typed rule from `rule_from_table`'s plain data (as cached)."""
         fields = dict(plain)
-        fields["match"] = tuple(Match(**{key: tuple(value) for key, value in match.items()})
+        fields["match"] = tuple(Match(**{key: value if key == "positional_max" else tuple(value)
+                                         for key, value in match.items()})
                                 for match in plain["match"])
         fields["collapse"] = tuple(Collapse(c["label"], tuple(c["patterns"]), c["keep"], tuple(c.get("through", ())),
                                             c.get("named"))
@@ -318,7 +325,7 @@ _RULE_KEYS = {
     "name", "description", "enabled", "match", "keep", "diagnostics", "drop", "dedupe", "long_line", "collapse",
     "item", "group", "failures", "head", "tail", "budget", "columns", "codes",
 }
-_MATCH_KEYS = {"program", "subcommand", "args_any", "args_none", "options_with_value"}
+_MATCH_KEYS = {"program", "subcommand", "args_any", "args_none", "options_with_value", "positional_max"}
 _COLLAPSE_KEYS = {"label", "patterns", "keep", "through", "named"}
 _ITEM_KEYS = {"start", "key", "end", "drop", "count", "head", "tail", "label", "summary", "tally", "index",
               "index_title", "fields", "digest"}
@@ -419,11 +426,12 @@ def rule_from_table(table: Any) -> dict[str, Any]:
     }
 
 
-def _match(check: _Checker, value: Any) -> dict[str, list[str]]:
+def _match(check: _Checker, value: Any) -> dict[str, Any]:
     match = check.table_of(value, "match", _MATCH_KEYS)
     if "program" not in match:
         raise ValueError("match.program is required")
-    return {key: check.strings(entry, f"match.{key}") for key, entry in match.items()}
+    return {key: check.count(entry, f"match.{key}") if key == "positional_max" else
+            check.strings(entry, f"match.{key}") for key, entry in match.items()}
 
 
 def _disabled(name: str) -> dict[str, Any]:
