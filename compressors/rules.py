@@ -295,9 +295,7 @@ class Rule(NamedTuple):
     def from_plain(cls, plain: dict[str, Any]) -> Rule:
         """The typed rule from `rule_from_table`'s plain data (as cached)."""
         fields = dict(plain)
-        fields["match"] = tuple(Match(**{key: value if key == "positional_max" else tuple(value)
-                                         for key, value in match.items()})
-                                for match in plain["match"])
+        fields["match"] = tuple(Match(**_match_fields(match)) for match in plain["match"])
         fields["collapse"] = tuple(Collapse(c["label"], tuple(c["patterns"]), c["keep"], tuple(c.get("through", ())),
                                             c.get("named"))
                                    for c in plain["collapse"])
@@ -319,6 +317,10 @@ class Rule(NamedTuple):
         for key in ("keep", "drop"):
             fields[key] = tuple(plain[key])
         return cls(**fields)
+
+
+def _match_fields(plain: dict[str, Any]) -> dict[str, Any]:
+    return {key: value if key == "positional_max" else tuple(value) for key, value in plain.items()}
 
 
 _RULE_KEYS = {
