@@ -1,4 +1,4 @@
-"""What a search's lines are depends on how it was run: one file prints `12:hit`, with no name to take a line
+"""Outputs a model misread. What a search's lines are depends on how it was run: one file prints `12:hit`, with no name to take a line
 number for. These are what a model would have misread as "143 hits in 143 files: 19: 1 hits, 23: 1 hits ..."."""
 
 from __future__ import annotations
@@ -45,3 +45,14 @@ def test_line_numbers_are_never_taken_for_file_names(command: str) -> None:
     # every hit is shown or counted in a marker that names its raw lines
     assert sum(int(note.split()[1]) for note in notes if " lines cut" in note) == cut
     assert kept[0] == raw[0] and kept[-1] == raw[-1]
+
+
+def test_git_log_says_each_commit_body_was_cut_and_where_it_is() -> None:
+    raw = (FIXTURES / "git_log_click.out").read_bytes()
+    rule = RULES.for_command("git log")
+    assert rule is not None
+    notes = output_lines(compress_bytes(rule, raw)[0])[1]
+    assert notes[0] == ("[codeoid] 742fb60ce Apr 13 2024 codeoid corpus: Release 8.1.8 (body of 25 lines cut), "
+                        "raw lines 1-32")
+    assert ("[codeoid] 016b0e970 Mar 12 2024 codeoid corpus: Release 8.1.7 (body of 4 lines cut), "
+            "raw lines 34-44") in notes
