@@ -1,5 +1,5 @@
-"""Outputs a model misread. What a search's lines are depends on how it was run: one file prints `12:hit`, with no name to take a line
-number for. These are what a model would have misread as "143 hits in 143 files: 19: 1 hits, 23: 1 hits ..."."""
+"""Outputs a model misread. A search of one file prints `12:hit`, with no file name to take a line number for
+("143 hits in 143 files: 19: 1 hits, 23: 1 hits ..."); a commit's body count read like changed lines."""
 
 from __future__ import annotations
 
