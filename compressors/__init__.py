@@ -114,6 +114,16 @@ the lower layers' rules. The first enabled rule that matches applies::
     captured = '^-+ Captured .* -+$'      # captured output, `captured_lines` (10) kept in a cause's first report
     budget = 60                           # traceback lines for all first reports together
 
+    [rule.codes]                          # linters, compilers, logs: diagnostics grouped by code
+    line = '^(?P<path>[^:]+):(?P<line>\\d+):\\d+: (?P<code>[A-Z]+\\d+) (?P<message>.*)$'   # a diagnostic's first line
+    at = '^\\s*--> (?P<path>.+?):(?P<line>\\d+):\\d+$'   # optional: its location on a later line (ruff, rustc)
+    file = '^(/\\S+)$'                     # optional: a header naming the file of the lines below (eslint)
+    context = ['^\\s']                      # lines that belong to the diagnostic above (code frames, notes)
+    keep = 1                              # diagnostics shown whole per code; the others are cut, named by the
+    label = "diagnostics"                 #   table at the top: "F401 ×37: src/a.py:3,7 src/b.py:12"
+    table_bytes = 3000                    # past it, the codes with most locations name files with counts
+    stay = false                          # true: the first of each code is never cut (a log's first error)
+
     [rule.group]                          # listings: per-group budget, one summary line at the end
     by = "extension"                      # or "directory" (`depth` levels below where the listing starts), or
     keep = 6                              #   "section" with `section = '^(.+):$'` (ls -R's headers)
@@ -145,7 +155,11 @@ Patterns are Python regular expressions searched in the first 4 KiB of each line
 surrogateescape). Order of decisions per line: the rule's `keep`, then `drop` and `item.drop`, then `collapse`,
 then the engine's diagnostics, then `long_line`, the item budget, the group budget and `head`/`tail`; once the
 output ends, the budget. Lines kept by `keep` or the diagnostics, and the closing line, are never cut by it.
-Lines of a failure report are decided by `failures` when the report ends, before anything else: the first
+With `codes`, a line matching `codes.line` (or a context line below it) is decided first: counted under its
+code (group `code`, else its `message` with quoted parts, numbers and ids made generic) at its location (`path`
+and `line`, from `at`, `file`, or, with none of them, the raw line number), then kept for the rule's other
+operations if it is one of the first `keep` of its code or matches `keep`, else cut. The table comes out of the
+budget first. Lines of a failure report are decided by `failures` when the report ends, before anything else: the first
 report of each cause keeps a trimmed traceback (`failures.budget` lines over all of them, at most the rule's
 budget lines), later ones their first lines, reasons and kept lines, and one marker per run of them names the
 count and raw lines cut; a report with no reason and no message goes through the operations above. What

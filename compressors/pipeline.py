@@ -45,6 +45,8 @@ MARKER_COST = 96
 MAX_TABLE = 30
 # Index lines (one per item) held before the rest are only counted.
 MAX_INDEX = 4096
+# What a code table calls the raw output's own line numbers, for diagnostics that name no file (log lines).
+RAW_LINES = "raw lines"
 # Locations a code table holds one by one; past it, each code only counts them.
 MAX_LOCATIONS = 20000
 _FIELD = re.compile(r"\{(\w+)\}")
@@ -340,10 +342,15 @@ class Pipeline:
         self._code_where = None
         if self._code_at is not None and not groups.get("line"):
             self._code_where = counts  # the `at` line below will say where
+        elif "line" not in found.re.groupindex:
+            self._locate(counts, RAW_LINES, str(self.lineno))  # a log: its lines are where to look
         else:
             self._locate(counts, path, groups.get("line") or "?")
         if counts[0] <= codes.keep or self._keeps(text):  # the rule's `keep` wins: a compiler's errors all stay
             self._code_fate = KEEP
+            if codes.stay:
+                entry.must = True
+                return True
             return False
         self._code_fate = CUT
         entry.state, entry.reason = CUT, f"{codes.label} named above"
@@ -371,14 +378,16 @@ class Pipeline:
         shown = sum(min(counts[0], codes.keep) for counts in table.values())
         lines = {}
         for code, (count, places) in table.items():
-            where = " ".join(f"{path}:{','.join(dict.fromkeys(numbers))}" for path, numbers in places.items())
+            where = " ".join(f"{path}{' ' if path == RAW_LINES else ':'}{','.join(dict.fromkeys(numbers))}"
+                             for path, numbers in places.items())
             lines[code] = f"{code} ×{count}: {where}"
         budget = codes.table_bytes
         for code in sorted(table, key=lambda code: -len(lines[code])):
             if sum(len(line) + len(MARKER) + 1 for line in lines.values()) <= budget:
                 break
             count, places = table[code]
-            files = [f"{path} ({len(numbers)})" for path, numbers in places.items()]
+            files = [f"{path} ({len(numbers)})" if path != RAW_LINES else f"{path} {numbers[0]}-{numbers[-1]}"
+                     for path, numbers in places.items()]
             shorter = f"{code} ×{count} in {len(places)} file{'s' if len(places) > 1 else ''}: {', '.join(files)}"
             lines[code] = min(lines[code], shorter, key=len)
         first = ("the first of each is shown below" if codes.keep == 1 else
@@ -1253,7 +1262,8 @@ def _fill(template: str, values: dict[str, str]) -> str:
 
 
 _QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"|`[^`]*`|‘[^’]*’|“[^”]*”")
-_NUMBER = re.compile(r"\d+")
+# Numbers, and words with a digit in them (hex ids, UUIDs, pod names' hashes, timestamps).
+_NUMBER = re.compile(r"[\w.:-]*\d[\w.:-]*")
 
 
 def _generic(message: str) -> str:

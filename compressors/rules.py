@@ -38,6 +38,8 @@ class Match(NamedTuple):
     args_none: tuple[str, ...] = ()
     # Options whose next word is their value, so `git -C dir status` has the subcommand `status`.
     options_with_value: tuple[str, ...] = ()
+    # Applies only with at most this many positional words (`grep -n PATTERN FILE`: one file, no names printed).
+    positional_max: int | None = None
 
     def applies_to(self, invocation: Invocation) -> bool:
         if invocation.program not in self.program:
@@ -45,6 +47,10 @@ class Match(NamedTuple):
         if self.args_none and any(_has_flag(invocation.args, flag) for flag in self.args_none):
             return False
         if self.args_any and not any(_has_flag(invocation.args, flag) for flag in self.args_any):
+            return False
+        if self.positional_max is not None and sum(
+                2 if any(char in word for char in "*?[{~") else 1  # a glob may name many files
+                for word in self._positional(invocation.args)) > self.positional_max:
             return False
         if not self.subcommand:
             return True
@@ -239,8 +245,9 @@ class Codes(NamedTuple):
     every location (`src/a.py:3,7 src/b.py:12`), then the first `keep` diagnostics of each code are shown whole;
     the others, with their `context` lines (a code frame, a help line), are cut and named by the table."""
 
-    # A diagnostic's first line; named groups `path`, `line` (both needed unless `file` gives the path), `code`
-    # (else the `message`, its quoted parts and numbers made generic, is the code) and `message`.
+    # A diagnostic's first line; named groups `path` and `line` (unless `file` or `at` gives them; with neither,
+    # as in a log, the raw line numbers are the locations), `code` (else the `message`, its quoted parts and
+    # numbers made generic, is the code) and `message`.
     line: str
     # A line naming the file the next diagnostics are in (eslint's and pyright's file headers): group 1.
     file: str | None = None
@@ -249,6 +256,9 @@ class Codes(NamedTuple):
     # Lines that belong to the diagnostic above them (code frames, notes): they go where it goes.
     context: tuple[str, ...] = ()
     keep: int = 1  # diagnostics shown whole per code
+    # Those first lines are never cut (a log's first error of each kind, among head and tail lines); otherwise
+    # they are spent like other lines, after the table, by the budget.
+    stay: bool = False
     # What the table calls one ("diagnostics", "errors", "warnings").
     label: str = "diagnostics"
     # The table's size: past it, the codes with most locations name only their files with counts.
@@ -285,8 +295,7 @@ class Rule(NamedTuple):
     def from_plain(cls, plain: dict[str, Any]) -> Rule:
         """The typed rule from `rule_from_table`'s plain data (as cached)."""
         fields = dict(plain)
-        fields["match"] = tuple(Match(**{key: tuple(value) for key, value in match.items()})
-                                for match in plain["match"])
+        fields["match"] = tuple(Match(**_match_fields(match)) for match in plain["match"])
         fields["collapse"] = tuple(Collapse(c["label"], tuple(c["patterns"]), c["keep"], tuple(c.get("through", ())),
                                             c.get("named"))
                                    for c in plain["collapse"])
@@ -310,11 +319,15 @@ class Rule(NamedTuple):
         return cls(**fields)
 
 
+def _match_fields(plain: dict[str, Any]) -> dict[str, Any]:
+    return {key: value if key == "positional_max" else tuple(value) for key, value in plain.items()}
+
+
 _RULE_KEYS = {
     "name", "description", "enabled", "match", "keep", "diagnostics", "drop", "dedupe", "long_line", "collapse",
     "item", "group", "failures", "head", "tail", "budget", "columns", "codes",
 }
-_MATCH_KEYS = {"program", "subcommand", "args_any", "args_none", "options_with_value"}
+_MATCH_KEYS = {"program", "subcommand", "args_any", "args_none", "options_with_value", "positional_max"}
 _COLLAPSE_KEYS = {"label", "patterns", "keep", "through", "named"}
 _ITEM_KEYS = {"start", "key", "end", "drop", "count", "head", "tail", "label", "summary", "tally", "index",
               "index_title", "fields", "digest"}
@@ -415,11 +428,12 @@ def rule_from_table(table: Any) -> dict[str, Any]:
     }
 
 
-def _match(check: _Checker, value: Any) -> dict[str, list[str]]:
+def _match(check: _Checker, value: Any) -> dict[str, Any]:
     match = check.table_of(value, "match", _MATCH_KEYS)
     if "program" not in match:
         raise ValueError("match.program is required")
-    return {key: check.strings(entry, f"match.{key}") for key, entry in match.items()}
+    return {key: check.count(entry, f"match.{key}") if key == "positional_max" else
+            check.strings(entry, f"match.{key}") for key, entry in match.items()}
 
 
 def _disabled(name: str) -> dict[str, Any]:
@@ -512,9 +526,9 @@ def _codes(check: _Checker, value: Any) -> dict[str, Any]:
     at = check.pattern(codes["at"], "codes.at") if "at" in codes else None
     if at is not None and not {"path", "line"} <= set(re.compile(at).groupindex):
         raise ValueError("codes.at needs the named groups (?P<path>...) and (?P<line>...)")
-    if at is None and ("line" not in names or ("path" not in names and "file" not in codes)):
-        raise ValueError("codes.line needs the named groups (?P<path>...) and (?P<line>...) (or codes.file "
-                         "for the path, or codes.at for both)")
+    if at is None and "line" in names and "path" not in names and "file" not in codes:
+        raise ValueError("codes.line has a (?P<line>...) group but no (?P<path>...) (nor codes.file for the "
+                         "path, nor codes.at for both); without either, the raw line numbers are the locations")
     if "code" not in names and "message" not in names:
         raise ValueError("codes.line needs a named group (?P<code>...) or (?P<message>...)")
     label = codes.get("label", "diagnostics")
@@ -526,6 +540,7 @@ def _codes(check: _Checker, value: Any) -> dict[str, Any]:
         "at": at,
         "context": check.strings(codes.get("context", []), "codes.context", patterns=True),
         "keep": check.count(codes.get("keep", 1), "codes.keep"),
+        "stay": check.flag(codes.get("stay", False), "codes.stay"),
         "label": label,
         "table_bytes": check.count(codes.get("table_bytes", 3000), "codes.table_bytes"),
     }

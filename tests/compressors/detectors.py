@@ -332,6 +332,29 @@ def summary_lines_survive(raw: bytes, compressed: bytes) -> list[str]:
             if verdict.search(text(line)) and line not in kept]
 
 
+_LOG_PROBLEM = re.compile(r"(?i)\b(?:error|fatal|panic|exception|failed|warn(?:ing)?|critical|refused|killed)\b")
+
+
+def log_problems_located(raw: bytes, compressed: bytes) -> list[str]:
+    """Every log line reporting a problem is kept, or its raw line number is named by a codeoid line (a list
+    such as `raw lines 7,8,60` or a range such as `raw lines 7-1290` that covers it)."""
+    kept, added = output_lines(compressed)
+    kept_set = set(kept)
+    named: set[int] = set()
+    ranges: list[tuple[int, int]] = []
+    for note in added:
+        for listed in re.findall(r"raw lines ([\d,]+)(?![\d-])", note):
+            named.update(int(number) for number in listed.split(",") if number)
+        ranges.extend((int(a), int(b)) for a, b in re.findall(r"raw lines (\d+)-(\d+)", note))
+    problems = []
+    for number, line in enumerate(lines_of(raw), 1):
+        if line in kept_set or not _LOG_PROBLEM.search(text(line)):
+            continue
+        if number not in named and not any(a <= number <= b for a, b in ranges):
+            problems.append(f"log problem neither shown nor located: line {number}: {text(line)[:100]!r}")
+    return problems
+
+
 DETECTORS_BY_KIND: dict[str, list[Callable[[bytes, bytes], list[str]]]] = {
     "tests": [error_heads_survive, failure_heads_named, warnings_survive, failing_tests_named],
     "git-status": [status_files_named],
@@ -343,6 +366,7 @@ DETECTORS_BY_KIND: dict[str, list[Callable[[bytes, bytes], list[str]]]] = {
     "lint": [diagnostics_located, summary_lines_survive],
     "install": [error_heads_survive, summary_lines_survive],
     "build": [diagnostics_located, summary_lines_survive, error_heads_survive],
+    "logs": [log_problems_located],
 }
 
 

@@ -54,7 +54,7 @@ def test_builtin_packs_cover_the_commands_the_design_names(command: str, rule: s
 @pytest.mark.parametrize("command", [
     "git status --short", "git status --porcelain=v2", "git diff --stat", "git diff --name-only",
     "grep -rl foo .", "grep -c foo f", "rg --files", "go test -json ./...", "find . -delete", "git branch -D x",
-    "python script.py", "cat file", "git log --oneline", "git log --format=%H", "git log --pretty=fuller",
+    "python script.py", "nl file", "git log --oneline", "git log --format=%H", "git log --pretty=fuller",
 ])
 def test_commands_whose_output_is_already_compact_or_unknown_get_no_rule(command: str) -> None:
     assert load_rules(user_dir=NO_USER_RULES).for_command(command) is None

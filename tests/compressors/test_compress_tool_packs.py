@@ -96,3 +96,39 @@ def test_codeoid_compress_leaves_the_exit_status_alone(tmp_path: Path, status: i
     assert done.returncode == status
     assert b"[codeoid] 480 errors of 10 codes" in done.stdout
     assert len(done.stdout) < fixture.stat().st_size / 5
+
+
+def test_kubectl_get_keeps_every_unhealthy_pod() -> None:
+    raw, out = compressed("kubectl_get_pods")
+    kept = set(output_lines(out)[0])
+    unhealthy = [line for line in lines_of(raw)[1:] if line.split()[3] not in (b"Running", b"Completed")]
+    assert len(unhealthy) > 30
+    assert [line for line in unhealthy if line not in kept] == []
+    assert lines_of(raw)[0] in kept  # the header
+    assert len(out) <= len(raw) / 5
+
+
+def test_a_log_names_each_kind_of_problem_with_its_raw_lines() -> None:
+    raw, out = compressed("journalctl_service")
+    notes = output_lines(out)[1]
+    timeouts = [number for number, line in enumerate(lines_of(raw), 1) if b"payment gateway timeout" in line]
+    entry = next(note for note in notes if "payment gateway timeout" in note)
+    assert f"×{len(timeouts)}: raw lines {timeouts[0]},{timeouts[1]}," in entry
+    # both OOM kills are named, and the first is shown
+    assert any("Failed with result '…'. ×2: raw lines " in note for note in notes)
+    assert b"shop-api.service: Failed with result 'oom-kill'." in out
+
+
+def test_cat_of_a_big_file_keeps_its_start_and_end_and_names_the_cut() -> None:
+    raw, out = compressed("cat_sqlparse_keywords")
+    lines = lines_of(raw)
+    kept, notes = output_lines(out)
+    assert kept[:60] == lines[:60]
+    assert kept[-40:] == lines[-40:]
+    assert notes == [f"[codeoid] {len(lines) - 100} lines cut, raw lines 61-{len(lines) - 40}"]
+
+
+def test_a_failed_docker_build_keeps_the_compiler_error_inside_its_step() -> None:
+    _, out = compressed("docker_build_plain")
+    assert b"./psycopg/psycopg.h:36:10: fatal error: libpq-fe.h: No such file or directory" in out
+    assert b"ERROR: failed to solve: process" in out
