@@ -193,38 +193,57 @@ _ROLE_CUES = {
     "user": re.compile(rf"\b(i|we)\s+(\w+\s+)?{_ASKED}\b|\b(my|our)\s+(question|prompt|request)\b"
                        r"|\bthe user\b", re.IGNORECASE),
     "assistant": re.compile(rf"\b(you|claude)\s+(\w+\s+)?{_ANSWERED}\b|\byour\s+(answer|suggestion|explanation"
-                            r"|reply|advice|plan)\b|^\s*why\b|\b(the|what was the) (reason|root cause|explanation)\b",
-                            re.IGNORECASE),
+                            r"|reply|advice|plan)\b|^\s*why\b|\b(the|what was the) (reason|root cause|explanation)\b"
+                            r"|\b(decide|decided|decision|conclude|concluded|conclusion|review|reviewed|agree|agreed"
+                            r"|came from|come from|cause|caused)\b", re.IGNORECASE),
     "change": re.compile(r"\b(diffs?|edit(s|ed)?|chang(e|es|ed)|patch(es|ed)?|modif(y|ied|ication))\b", re.IGNORECASE),
     "run": re.compile(r"\b(output|traceback|stack ?trace|stderr|stdout|error message|exit (code|status)|test run"
-                      r"|failures?|fail(ed|ing)|log)\b", re.IGNORECASE),
+                      r"|failures?|fail(ed|ing|s)?|log|ran|run|check(ed)?|verif(y|ied)|measur(e|ed)|pass(ed)?"
+                      r"|broke|broken|crash(ed|es)?)\b", re.IGNORECASE),
     "read": re.compile(r"\b(the read|we read|opened|contents of)\b", re.IGNORECASE),
+    "commit": re.compile(r"\b(commit(s|ted)?|tag(s|ged)?|merg(e|ed)|push(ed)?)\b", re.IGNORECASE),
 }
+# What each cue wants: a run's cue wants a failing run most ("what broke", "the crash", "which tests failed") and
+# any run besides ("how did we check", "did the suite pass").
+_FAILED = re.compile(r"\b(traceback|stack ?trace|stderr|error|failures?|fail(ed|ing|s)?|broke|broken|crash(ed|es)?"
+                     r"|went wrong)\b", re.IGNORECASE)
 # Tool names of each action, as Claude Code, Codex and Gemini CLI record them; any other tool (a search, an MCP
 # tool) is plain `tool`, which no cue names.
 _CHANGE_TOOLS = frozenset({"Edit", "MultiEdit", "Write", "NotebookEdit", "apply_patch", "replace", "write_file"})
 _READ_TOOLS = frozenset({"Read", "read_file", "read_many_files"})
 _RUN_TOOLS = frozenset({"Bash", "shell", "exec_command", "run_shell_command"})
 _SHOWS_A_CHANGE = re.compile(r"\s*git\s+(diff|show)\b")
+_RECORDS = re.compile(r"\s*git\s+(commit|tag|merge|push)\b")
 _PRINTS_A_FILE = re.compile(r"\s*cat\s")  # as `recall_file` counts a read
-TOOL_ROLES = frozenset({"change", "read", "run", "tool"})
+TOOL_ROLES = frozenset({"change", "read", "run", "failure", "commit", "tool"})
 
 
 def query_roles(query: str) -> set[str]:
-    """The roles a query names (`user`, `assistant`, or a tool call's `change`, `run`, `read`), by plain cues;
-    usually none."""
-    return {role for role, cue in _ROLE_CUES.items() if cue.search(query)}
+    """The roles a query names (`user`, `assistant`, or a tool call's `change`, `run`, `failure`, `commit`,
+    `read`), by plain cues; usually none. A run's cue names a failing run too, and a cue of failure ("what
+    broke", "the crash") names it alone."""
+    roles = {role for role, cue in _ROLE_CUES.items() if cue.search(query)}
+    if "run" in roles:
+        roles.add("failure")
+        if _FAILED.search(query):
+            roles.discard("run")
+    return roles
 
 
-def role_of(kind: str, tool_name: str | None, command: str | None) -> str:
+def role_of(kind: str, tool_name: str | None, command: str | None, is_error: object = False) -> str:
     """An episode's role for `query_roles`: its kind for a prompt or an answer, what it did for a tool call (a
-    `git diff` or `git show` shows a change, a `cat` reads)."""
+    `git diff` or `git show` shows a change, a `cat` reads, a `git commit`, `tag`, `merge` or `push` records
+    one, a run that failed is a `failure`)."""
     if kind != "tool":
         return kind
     if tool_name in _CHANGE_TOOLS or (tool_name in _RUN_TOOLS and _SHOWS_A_CHANGE.match(command or "")):
         return "change"
     if tool_name in _READ_TOOLS or (tool_name in _RUN_TOOLS and _PRINTS_A_FILE.match(command or "")):
         return "read"
+    if tool_name in _RUN_TOOLS and is_error:
+        return "failure"
+    if tool_name in _RUN_TOOLS and _RECORDS.match(command or ""):
+        return "commit"
     return "run" if tool_name in _RUN_TOOLS else "tool"
 
 

@@ -138,7 +138,7 @@ def _tool_neighbours(db: sqlite3.Connection, ids: list[int], by_id: dict[int, Ro
         db, [i for others in near.values() for i in others if i not in by_id], workspace_id=workspace_id,
         skip_live_of=skip_live_of, exclude_origins=NOT_RECALLED_ORIGINS,
         columns="e.id, e.kind, e.created_at, e.paths, e.tool_name, substr(e.original_command, 1, 40)"
-                " AS original_command")
+                " AS original_command, e.is_error")
     known = {**weighed, **by_id}
     return ({episode_id: [i for i in others if i in known and known[i]["kind"] == "tool"]
              for episode_id, others in near.items()}, weighed)
@@ -150,7 +150,7 @@ TURNS_WEIGHED = 3
 # is seen in part.
 TURN_REACH = 120
 _WEIGHED_COLUMNS = ("e.id, e.kind, e.created_at, e.paths, e.tool_name, substr(e.original_command, 1, 40)"
-                    " AS original_command, e.session_id, e.turn")
+                    " AS original_command, e.session_id, e.turn, e.is_error")
 
 
 # Episodes of the time or session a query names, taken as candidates even when no word of theirs matches.
@@ -248,7 +248,8 @@ def _by_turn(db: sqlite3.Connection, query: str, weights: ranking.RecallWeights,
     rows = {**known, **found}
     turn_of = {i: (str(row["session_id"]), int(row["turn"])) for i, row in rows.items()
                if "turn" in row and row["turn"] is not None}
-    roles = {i: ranking.role_of(row["kind"], row["tool_name"], row["original_command"]) for i, row in rows.items()}
+    roles = {i: ranking.role_of(row["kind"], row["tool_name"], row["original_command"], row.get("is_error"))
+             for i, row in rows.items()}
     return ranking.by_turn(fused, turn_of=turn_of, members=with_tools, roles=roles, query=query, weights=weights)
 
 
@@ -274,7 +275,8 @@ def _fuse(query: str, weights: ranking.RecallWeights, lexical: list[Row], lexica
                                   lexical_stats.squares, lexical_stats.corpus, cut=len(lexical) >= pool),
         ranking.DenseCandidates({i: 1.0 - hit.distance for i, hit in best_chunk.items()}, centre, spread),
         created_at=created_at, paths=paths,
-        roles={i: ranking.role_of(row["kind"], row["tool_name"], row["original_command"]) for i, row in by_id.items()},
+        roles={i: ranking.role_of(row["kind"], row["tool_name"], row["original_command"], row.get("is_error"))
+               for i, row in by_id.items()},
         query=query, weights=weights, neighbours=neighbours)
 
 
