@@ -77,8 +77,8 @@ def discover(session_ref: str | None, since_days: float | None, limit: int, as_j
                    "only the rewrite can compress):")
         for rule, size, calls, failed in allow_rules[:limit]:
             failures = f", {failed:,} failed" if failed else ""
-            click.echo(f"  {rule}: {size / report.window_bytes:.0%} of the window ({size:,} bytes, {calls:,} "
-                       f"calls{failures}); add it with: codeoid allow {shlex.quote(rule)}")
+            click.echo(f"  {rule}: {size / report.window_bytes:.0%} of the window ({size:,} characters, {calls:,} "
+                       f"call{'s' if calls != 1 else ''}{failures}); add it with: codeoid allow {shlex.quote(rule)}")
     click.echo("")
     click.echo("Decisions are replayed with today's rules and permission settings, in the default permission mode.")
 
