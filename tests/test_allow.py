@@ -17,6 +17,8 @@ import test_discover
 from conftest import executable
 from test_discover import Session
 
+from codeoid.claude_window import window_size
+
 world = test_discover.world  # the fixture: real hooks filling a real store
 
 
@@ -34,8 +36,10 @@ def test_a_failing_run_the_user_allows_is_compressed_in_the_default_mode(world: 
 
     report = json.loads(codeoid(world, "discover", "--json").stdout)
     (named,) = report["allow_rules"]
-    assert (named["rule"], named["calls"], named["failed_calls"], named["bytes"]) == (rule, 1, 1, raw_bytes)
-    assert named["share"] == round(raw_bytes / report["window_bytes"], 4)
+    shown = window_size(raw_bytes, 1)  # what Claude Code alone showed of the failure: its first and last 5,000
+    assert shown < raw_bytes
+    assert (named["rule"], named["calls"], named["failed_calls"], named["bytes"]) == (rule, 1, 1, shown)
+    assert named["share"] == round(shown / report["window_chars"], 4)
     assert f"codeoid allow {shlex.quote(rule)}" in codeoid(world, "discover").stdout
     doctor = json.loads(codeoid(world, "doctor", "--json").stdout)
     assert any(rule in finding["sentence"] and "codeoid allow" in finding["sentence"] for finding in doctor)
