@@ -23,7 +23,7 @@ from collections import deque
 from collections.abc import Callable, Iterator
 
 from codeoid.compressors import failure_groups
-from codeoid.compressors.diagnostics import DIAGNOSTIC_HINTS, DIAGNOSTIC_PATTERNS
+from codeoid.compressors.diagnostics import DIAGNOSTIC_HINTS, DIAGNOSTIC_PATTERNS, STREAM_ERROR_PATTERNS
 from codeoid.compressors.rules import Rule
 
 TYPE_CHECKING = False
@@ -45,6 +45,8 @@ MARKER_COST = 96
 MAX_TABLE = 30
 # Index lines (one per item) held before the rest are only counted.
 MAX_INDEX = 4096
+# Locations a code table holds one by one; past it, each code only counts them.
+MAX_LOCATIONS = 20000
 _FIELD = re.compile(r"\{(\w+)\}")
 
 
@@ -190,6 +192,7 @@ class Pipeline:
         self._keep = _union(rule.keep)
         self._diagnostics = _union(DIAGNOSTIC_PATTERNS) if rule.diagnostics else None
         self._diagnostic_hints = re.compile(DIAGNOSTIC_HINTS)
+        self._stream_errors = _Patterns(STREAM_ERROR_PATTERNS)
         self._drop = _union(rule.drop)
         self._collapse = [(group.label, _union(group.patterns), group.keep) for group in rule.collapse]
         self._through = _union([pattern for group in rule.collapse for pattern in group.through])
@@ -215,6 +218,17 @@ class Pipeline:
         self._column_values: list[str] | None = None  # the first row's leading columns
         self._column_same: list[bool] = []  # whether every row so far had the same value there
         self._columns_cut: list[int] | None = None  # decided when first written
+        codes = rule.codes
+        self._code_line = re.compile(codes.line) if codes else None
+        self._code_file = re.compile(codes.file) if codes and codes.file else None
+        self._code_context = _union(codes.context) if codes else None
+        self._code_at = re.compile(codes.at) if codes and codes.at else None
+        self._code_where: list[str] | None = None  # where the diagnostic being read will record its location
+        self._code_path = ""  # the file the last header named
+        self._code_fate: int | None = None  # the diagnostic being read: KEEP (shown) or CUT (named by the table)
+        # Per code, in order of first appearance: [diagnostics, {path: [line numbers]}].
+        self._code_table: dict[str, list[Any]] = {}
+        self._code_locations = 0
         self._window = max(rule.tail, item.tail if item else 0) + 1
         # The failures operation spends first: its traceback lines come out of the rule's budget (never more
         # than its lines), and what it keeps the budget does not cut (see `_apply_verdict`).
@@ -278,6 +292,9 @@ class Pipeline:
             self._captured = bool(self._fields) and self._item is not None and self._capture_fields(self._item, text)
         if self._row is not None and self._row.search(text):
             self._compare_columns(text)
+        if self._code_line is not None and self._code(entry, text):
+            self._append(entry)
+            return
         self._section_line = False
         if self._group_section is not None:
             found = self._group_section.search(text)
@@ -286,6 +303,89 @@ class Pipeline:
                 self._section_line = True  # names a group; is not one of its entries
         self._decide(entry, text)
         self._append(entry)
+
+    def _code(self, entry: _Entry, text: str) -> bool:
+        """Diagnostics by code (`[rule.codes]`): count the line's code and location; the first `keep` of a code
+        go on to the rule's other operations, the rest (and their context lines) are cut, named by the table.
+        Whether the line is decided here."""
+        codes = self.rule.codes
+        assert codes is not None and self._code_line is not None
+        found = self._code_line.search(text)
+        if found is None:
+            if self._code_file is not None:
+                header = self._code_file.search(text)
+                if header is not None:
+                    self._code_path = header.group(1)
+                    self._code_fate = None
+                    return False
+            at = self._code_at.search(text) if self._code_at is not None and self._code_fate is not None else None
+            if at is not None and self._code_where is not None:
+                self._locate(self._code_where, at.group("path"), at.group("line"))
+                self._code_where = None
+            if self._code_fate is not None and (at is not None or (
+                    self._code_context is not None and self._code_context.search(text))):
+                if self._code_fate == CUT and not self._keeps(text):
+                    entry.state, entry.reason = CUT, f"{codes.label} named above"
+                    return True
+                return False
+            self._code_fate = None
+            return False
+        groups = found.groupdict()
+        path = groups.get("path") or self._code_path
+        code = groups.get("code") or _generic(groups.get("message") or "")
+        counts = self._code_table.get(code)
+        if counts is None:
+            counts = self._code_table[code] = [0, {}]
+        counts[0] += 1
+        self._code_where = None
+        if self._code_at is not None and not groups.get("line"):
+            self._code_where = counts  # the `at` line below will say where
+        else:
+            self._locate(counts, path, groups.get("line") or "?")
+        if counts[0] <= codes.keep or self._keeps(text):  # the rule's `keep` wins: a compiler's errors all stay
+            self._code_fate = KEEP
+            return False
+        self._code_fate = CUT
+        entry.state, entry.reason = CUT, f"{codes.label} named above"
+        return True
+
+    def _locate(self, counts: list[Any], path: str, line: str) -> None:
+        if self._code_locations < MAX_LOCATIONS:
+            self._code_locations += 1
+            counts[1].setdefault(path, []).append(line)
+
+    def _write_code_table(self) -> None:
+        """One line per code, with its count and every location (files with their line numbers); the codes
+        with most locations name only their files when that would not fit `table_bytes`."""
+        for line in self._code_table_lines():
+            self._marker(line)
+        self._code_table = {}
+
+    def _code_table_lines(self) -> list[str]:
+        codes = self.rule.codes
+        if codes is None or not self._code_table:
+            return []
+        table = self._code_table
+        total = sum(counts[0] for counts in table.values())
+        listed = sum(len(lines) for counts in table.values() for lines in counts[1].values())
+        shown = sum(min(counts[0], codes.keep) for counts in table.values())
+        lines = {}
+        for code, (count, places) in table.items():
+            where = " ".join(f"{path}:{','.join(dict.fromkeys(numbers))}" for path, numbers in places.items())
+            lines[code] = f"{code} ×{count}: {where}"
+        budget = codes.table_bytes
+        for code in sorted(table, key=lambda code: -len(lines[code])):
+            if sum(len(line) + len(MARKER) + 1 for line in lines.values()) <= budget:
+                break
+            count, places = table[code]
+            files = [f"{path} ({len(numbers)})" for path, numbers in places.items()]
+            shorter = f"{code} ×{count} in {len(places)} file{'s' if len(places) > 1 else ''}: {', '.join(files)}"
+            lines[code] = min(lines[code], shorter, key=len)
+        first = ("the first of each is shown below" if codes.keep == 1 else
+                 f"the first {codes.keep} of each are shown below")
+        more = f"; {total - listed} more not located here" if total > listed else ""
+        return [f"{total} {codes.label} of {len(table)} code{'s' if len(table) > 1 else ''} at these "
+                f"locations ({first}, {shown} in all; the others are cut{more}):", *lines.values()]
 
     def _compare_columns(self, text: str) -> None:
         values = text.split(None, self._row_fields)[:self._row_fields]
@@ -348,7 +448,7 @@ class Pipeline:
     def _decide(self, entry: _Entry, text: str) -> None:
         """The rule's own patterns come first (its author knows a passing line that mentions `Error:`), then the
         engine's diagnostics, then the budgets."""
-        if self._keep is not None and self._keep.search(text):
+        if (self._keep is not None and self._keep.search(text)) or self._is_stream_error(text):
             self._run_label = None
             entry.must = True
             self._count_in_item(entry, text)
@@ -424,9 +524,14 @@ class Pipeline:
                 return
         self._note(text)
 
+    def _is_stream_error(self, text: str) -> bool:
+        """An error line as programs print them on stderr (`diagnostics.STREAM_ERROR_PATTERNS`): never cut."""
+        return ": " in text and self._stream_errors.search(text)
+
     def _is_diagnostic(self, text: str) -> bool:
-        return (self._diagnostics is not None and self._diagnostic_hints.search(text.lower()) is not None
-                and self._diagnostics.search(text))
+        return bool(self._is_stream_error(text)) or bool(
+            self._diagnostics is not None and self._diagnostic_hints.search(text.lower()) is not None
+            and self._diagnostics.search(text))
 
     def _count_in_item(self, entry: _Entry, text: str) -> None:
         item = self._item
@@ -633,6 +738,10 @@ class Pipeline:
                 entry.line = b"" if text is None else MARKER + text.encode("utf-8", "surrogateescape")
         max_lines = self.budget_lines or 1 << 62
         max_bytes = self.budget_bytes or 1 << 62
+        # The code table comes out of the budget first: it names every location, the lines below are examples.
+        table = self._code_table_lines()
+        max_lines -= len(table)
+        max_bytes -= sum(len(line.encode("utf-8", "surrogateescape")) + len(MARKER) + 1 for line in table)
         if len(kept) <= max_lines and sum(len(entry.line) + 1 for entry in kept) <= max_bytes:
             return
         lines_left, bytes_left = max_lines, max_bytes
@@ -858,7 +967,8 @@ class Pipeline:
     # -- writing -------------------------------------------------------------------------------------------------
 
     def _render(self) -> None:
-        """Write the index (or group table), then everything held, in raw order."""
+        """Write the index (or group or code table), then everything held, in raw order."""
+        self._write_code_table()
         self._write_index()
         self._write_group_table()
         decided, self._decided, self._decided_bytes = self._decided, [], 0
@@ -1137,6 +1247,16 @@ def _fill(template: str, values: dict[str, str]) -> str:
         return "" if names and all(values.get(name, "") in ("", "0") for name in names) else fill(found.group(1))
 
     return _TEMPLATE.sub(part, template)
+
+
+_QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"|`[^`]*`|‘[^’]*’|“[^”]*”")
+_NUMBER = re.compile(r"\d+")
+
+
+def _generic(message: str) -> str:
+    """A diagnostic's message as a code, for tools that print none: quoted names and numbers made generic."""
+    generic = _NUMBER.sub("N", _QUOTED.sub("'…'", message.strip()))
+    return generic if len(generic) <= 80 else generic[:79] + "…"
 
 
 def _span(first: int, last: int) -> str:

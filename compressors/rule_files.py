@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 _SHELL_PUNCTUATION = str.maketrans({character: " " for character in "'\"`$;&|()<>{}=\n\t"})
 BUILTIN_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "rules")
 # Bump when the plain form of a rule changes, so old caches are not read.
-CACHE_FORMAT = 4
+CACHE_FORMAT = 5
 
 
 def default_user_dir() -> str:

@@ -234,6 +234,27 @@ class Failures(NamedTuple):
     stacked: bool = False
 
 
+class Codes(NamedTuple):
+    """Linter and compiler diagnostics grouped by code: a table at the top names every code with its count and
+    every location (`src/a.py:3,7 src/b.py:12`), then the first `keep` diagnostics of each code are shown whole;
+    the others, with their `context` lines (a code frame, a help line), are cut and named by the table."""
+
+    # A diagnostic's first line; named groups `path`, `line` (both needed unless `file` gives the path), `code`
+    # (else the `message`, its quoted parts and numbers made generic, is the code) and `message`.
+    line: str
+    # A line naming the file the next diagnostics are in (eslint's and pyright's file headers): group 1.
+    file: str | None = None
+    # Or a line after the first naming its location (ruff's and rustc's ` --> src/a.py:3:1`): groups `path`, `line`.
+    at: str | None = None
+    # Lines that belong to the diagnostic above them (code frames, notes): they go where it goes.
+    context: tuple[str, ...] = ()
+    keep: int = 1  # diagnostics shown whole per code
+    # What the table calls one ("diagnostics", "errors", "warnings").
+    label: str = "diagnostics"
+    # The table's size: past it, the codes with most locations name only their files with counts.
+    table_bytes: int = 3000
+
+
 class Rule(NamedTuple):
     """One compression rule: when it applies, and the operations that turn raw output into compressed output."""
 
@@ -255,6 +276,7 @@ class Rule(NamedTuple):
     tail: int = 0
     budget: Budget = Budget()
     columns: Columns | None = None
+    codes: Codes | None = None
 
     def applies_to(self, invocation: Invocation) -> bool:
         return self.enabled and any(match.applies_to(invocation) for match in self.match)
@@ -277,6 +299,8 @@ class Rule(NamedTuple):
             failures = {key: tuple(value) if isinstance(value, list) else value for key, value in failures.items()}
         fields["failures"] = Failures(**failures) if failures is not None else None
         fields["columns"] = Columns(**plain["columns"]) if plain.get("columns") else None
+        codes = plain.get("codes")
+        fields["codes"] = Codes(**{**codes, "context": tuple(codes["context"])}) if codes else None
         budget = plain["budget"]
         fields["budget"] = Budget(budget["lines"], budget["bytes"],
                                   tuple(Tier(tier["label"], tuple(tier["patterns"])) for tier in budget["tiers"]),
@@ -288,7 +312,7 @@ class Rule(NamedTuple):
 
 _RULE_KEYS = {
     "name", "description", "enabled", "match", "keep", "diagnostics", "drop", "dedupe", "long_line", "collapse",
-    "item", "group", "failures", "head", "tail", "budget", "columns",
+    "item", "group", "failures", "head", "tail", "budget", "columns", "codes",
 }
 _MATCH_KEYS = {"program", "subcommand", "args_any", "args_none", "options_with_value"}
 _COLLAPSE_KEYS = {"label", "patterns", "keep", "through", "named"}
@@ -387,6 +411,7 @@ def rule_from_table(table: Any) -> dict[str, Any]:
         "tail": check.count(table.get("tail", 0), "tail"),
         "budget": _budget(check, table.get("budget", {})),
         "columns": _columns(check, table["columns"]) if "columns" in table else None,
+        "codes": _codes(check, table["codes"]) if "codes" in table else None,
     }
 
 
@@ -402,7 +427,7 @@ def _disabled(name: str) -> dict[str, Any]:
     return {"name": name, "description": "", "enabled": False, "match": [], "keep": [],
             "diagnostics": True, "drop": [], "dedupe": True, "long_line": None, "collapse": [], "item": None,
             "group": None, "failures": None, "head": None, "tail": 0, "budget": _budget(_Checker({}), {}),
-            "columns": None}
+            "columns": None, "codes": None}
 
 
 def _list_of(table: dict[str, Any], key: str) -> list[Any]:
@@ -474,6 +499,36 @@ def _columns(check: _Checker, value: Any) -> dict[str, Any]:
         raise ValueError("columns needs row (a pattern) and fields (how many leading columns)")
     return {"row": check.pattern(columns["row"], "columns.row"), "fields": check.count(columns["fields"],
                                                                                        "columns.fields")}
+
+
+def _codes(check: _Checker, value: Any) -> dict[str, Any]:
+    codes = check.table_of(value, "codes", set(Codes._fields))
+    if "line" not in codes:
+        raise ValueError("codes.line (the pattern of a diagnostic's first line) is required")
+    line = check.pattern(codes["line"], "codes.line")
+    import re
+
+    names = set(re.compile(line).groupindex)
+    at = check.pattern(codes["at"], "codes.at") if "at" in codes else None
+    if at is not None and not {"path", "line"} <= set(re.compile(at).groupindex):
+        raise ValueError("codes.at needs the named groups (?P<path>...) and (?P<line>...)")
+    if at is None and ("line" not in names or ("path" not in names and "file" not in codes)):
+        raise ValueError("codes.line needs the named groups (?P<path>...) and (?P<line>...) (or codes.file "
+                         "for the path, or codes.at for both)")
+    if "code" not in names and "message" not in names:
+        raise ValueError("codes.line needs a named group (?P<code>...) or (?P<message>...)")
+    label = codes.get("label", "diagnostics")
+    if not isinstance(label, str):
+        raise ValueError("codes.label must be a string")
+    return {
+        "line": line,
+        "file": check.pattern(codes["file"], "codes.file") if "file" in codes else None,
+        "at": at,
+        "context": check.strings(codes.get("context", []), "codes.context", patterns=True),
+        "keep": check.count(codes.get("keep", 1), "codes.keep"),
+        "label": label,
+        "table_bytes": check.count(codes.get("table_bytes", 3000), "codes.table_bytes"),
+    }
 
 
 def _budget(check: _Checker, value: Any) -> dict[str, Any]:

@@ -118,6 +118,19 @@ class Report:
             totals[shape.reason] = totals.get(shape.reason, 0) + shape.bytes
         return dict(sorted(totals.items(), key=lambda item: -item[1]))
 
+    def by_allow_rule(self) -> list[tuple[str, int, int, int]]:
+        """Each allow rule that would let codeoid compress calls it had to leave whole: (rule, bytes those calls put
+        into the window, calls, of which failed), most bytes first. A failure's output only the rewrite reaches."""
+        totals: dict[str, list[int]] = {}
+        for shape in self.shapes.values():
+            if shape.allow_rule is not None:
+                entry = totals.setdefault(shape.allow_rule, [0, 0, 0])
+                entry[0] += shape.bytes
+                entry[1] += shape.calls
+                entry[2] += shape.calls if FAILED in shape.reason else 0
+        return sorted(((rule, *counts) for rule, counts in totals.items()),  # type: ignore[misc]
+                      key=lambda item: (-item[1], item[0]))
+
     def top(self, limit: int) -> list[Shape]:
         return sorted(self.shapes.values(), key=lambda shape: (-shape.bytes, shape.shape))[:limit]
 
@@ -126,12 +139,15 @@ class Report:
                 "compressed_window_chars": self.compressed_bytes, "persisted_calls": self.persisted_calls,
                 "persisted_window_chars": self.persisted_bytes, "missed_chars": self.missed_bytes,
                 "missed_share": round(self.missed_share, 4), "by_reason": self.by_reason(),
+                "allow_rules": [{"rule": rule, "bytes": size, "calls": calls, "failed_calls": failed,
+                                 "share": round(size / self.window_bytes, 4) if self.window_bytes else 0.0}
+                                for rule, size, calls, failed in self.by_allow_rule()],
                 "shapes": [shape.as_dict(self.window_bytes) for shape in self.top(limit)]}
 
 
 _CALLS = """
-    SELECT e.original_command, e.command, e.text, e.raw_output_id, w.root, r.rule, r.stdout_size, e.input,
-           e.is_error, r.shown_size, r.exit_status
+    SELECT e.original_command, coalesce(e.wrapper, e.command), e.text, e.raw_output_id, w.root, r.rule,
+           r.stdout_size, e.input, e.is_error, r.shown_size, r.exit_status
     FROM episodes e
     JOIN workspaces w ON w.id = e.workspace_id
     LEFT JOIN raw_outputs r ON r.id = e.raw_output_id

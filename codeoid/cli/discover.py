@@ -4,6 +4,7 @@ so a user sees which allow rule or rule file would save the most."""
 from __future__ import annotations
 
 import json
+import shlex
 import time
 
 import click
@@ -65,6 +66,15 @@ def discover(session_ref: str | None, since_days: float | None, limit: int, as_j
         why = shape.reason + (f": allow it with {shape.allow_rule}" if shape.allow_rule else "")
         click.echo(f"{shape.shape.ljust(width)}  {shape.calls:>6,}  {shape.bytes:>12,}  "
                    f"{shape.bytes / report.window_bytes:>5.0%}  {why}")
+    allow_rules = report.by_allow_rule()
+    if allow_rules:
+        click.echo("")
+        click.echo("Allow rules that would let codeoid compress what it had to leave whole (failures included, which "
+                   "only the rewrite can compress):")
+        for rule, size, calls, failed in allow_rules[:limit]:
+            failures = f", {failed:,} failed" if failed else ""
+            click.echo(f"  {rule}: {size / report.window_bytes:.0%} of the window ({size:,} bytes, {calls:,} "
+                       f"calls{failures}); add it with: codeoid allow {shlex.quote(rule)}")
     click.echo("")
     click.echo("Decisions are replayed with today's rules and permission settings, in the default permission mode.")
 

@@ -147,14 +147,14 @@ def show(episode_id: str, as_raw: bool, as_json: bool, line_range: str | None) -
         print_json(row)
     else:
         # The command the model wrote; the wrapper codeoid ran in its place (hundreds of characters of plumbing)
-        # stays in --json as `command`.
+        # stays in --json as `wrapper`.
         shown = {**row, "command": row.get("original_command") or row.get("command")}
         for field in ("id", "kind", "state", "tool_name", "command", "exit_status", "session_id", "turn",
-                      "created_at", "raw_output_id", "summary"):
+                      "created_at", "raw_output_id", "summary", "cut"):
             if shown.get(field) is not None:
                 value = format_time(shown[field]) if field == "created_at" else shown[field]
                 click.echo(f"{field}: {value}")
-        if row.get("original_command") and row.get("command") != row["original_command"]:
+        if row.get("wrapper"):
             click.echo("compressed: yes (--json shows the wrapper codeoid ran in its place)")
         click.echo("")
         click.echo(row["text"])

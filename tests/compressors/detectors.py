@@ -271,6 +271,67 @@ def search_files_named_with_counts(raw: bytes, compressed: bytes) -> list[str]:
     return problems
 
 
+# -- linters, type checkers, compilers ------------------------------------------------------------------------
+
+# A diagnostic's location, as the tools print it: `path:12:5: CODE`, `path(12,5): error`, ` --> path:12:5`,
+# pyright's `  path:12:5 - error`, eslint's `  12:5  error` under its file's header line.
+_LOCATIONS = [re.compile(pattern) for pattern in (
+    r"^(?P<path>[^\s:()]+\.\w+):(?P<line>\d+):(?:\d+:?)? (?!note: )",  # a note belongs to the diagnostic above
+    r"^(?P<path>[^\s:()]+\.\w+)\((?P<line>\d+),\d+\): (?:error|warning)",
+    r"^\s*--> (?P<path>[^\s:]+):(?P<line>\d+):\d+$",
+    r"^\s+(?P<path>/\S+):(?P<line>\d+):\d+ - (?:error|warning)",
+)]
+_HEADER = re.compile(r"^(/\S+\.\w+)$")
+_ESLINT = re.compile(r"^\s+(?P<line>\d+):\d+\s+(?:error|warning)\s")
+
+
+def _locations(lines: Iterable[bytes]) -> list[tuple[bytes, str, str]]:
+    found: list[tuple[bytes, str, str]] = []
+    header = ""
+    for line in lines:
+        decoded = text(line)
+        if _HEADER.match(decoded):
+            header = decoded
+            continue
+        eslint = _ESLINT.match(decoded)
+        if eslint and header:
+            found.append((line, header, eslint.group("line")))
+            continue
+        for pattern in _LOCATIONS:
+            match = pattern.search(decoded)
+            if match:
+                found.append((line, match.group("path"), match.group("line")))
+                break
+    return found
+
+
+def diagnostics_located(raw: bytes, compressed: bytes) -> list[str]:
+    """Every diagnostic's location is shown (its line kept) or named by a codeoid line: the file with that line
+    number in its list (`src/a.py:3,7,12`), or the file with a count (`src/a.py (12)`)."""
+    kept, added = output_lines(compressed)
+    kept_set = set(kept)
+    notes = "\n".join(added)
+    problems = []
+    for line, path, number in dict.fromkeys(_locations(lines_of(raw))):
+        if line in kept_set:
+            continue
+        listed = re.search(rf"(?:^|\s){re.escape(path)}:(?:\d+,)*{number}(?:,|\s|$)", notes, re.M)
+        counted = re.search(rf"(?:^|\s){re.escape(path)} \(\d+\)", notes, re.M)
+        if not (listed or counted):
+            problems.append(f"diagnostic location neither shown nor named: {path}:{number}")
+    return problems
+
+
+def summary_lines_survive(raw: bytes, compressed: bytes) -> list[str]:
+    """A tool's verdict and totals (`Found 230 errors.`, `3 errors, 1 warning`, `rated at`) are kept."""
+    verdict = re.compile(r"(?i)^(?:Found \d+ (?:error|problem)|\d+ errors?, \d+ warnings?|Your code has been rated|"
+                         r"Success: |✖ \d+ problems?|Found \d+ errors? in |error: could not compile|"
+                         r"make(?:\[\d+\])?: \*\*\*)")
+    kept = set(output_lines(compressed)[0])
+    return [f"summary line lost: {text(line)[:120]!r}" for line in dict.fromkeys(lines_of(raw))
+            if verdict.search(text(line)) and line not in kept]
+
+
 DETECTORS_BY_KIND: dict[str, list[Callable[[bytes, bytes], list[str]]]] = {
     "tests": [error_heads_survive, failure_heads_named, warnings_survive, failing_tests_named],
     "git-status": [status_files_named],
@@ -279,6 +340,9 @@ DETECTORS_BY_KIND: dict[str, list[Callable[[bytes, bytes], list[str]]]] = {
     "git-branch": [],
     "listing": [],
     "search": [search_files_named_with_counts],
+    "lint": [diagnostics_located, summary_lines_survive],
+    "install": [error_heads_survive, summary_lines_survive],
+    "build": [diagnostics_located, summary_lines_survive, error_heads_survive],
 }
 
 

@@ -152,6 +152,20 @@ def test_diagnostics_survive_budgets_unless_the_rule_opts_out() -> None:
     assert b"ValueError" not in compress_bytes(data_rule, raw)[0]
 
 
+def test_error_lines_from_stderr_survive_every_rule_even_one_without_diagnostics() -> None:
+    """Under the rewrite stderr goes through the rule too; the lines programs print when something went wrong stay,
+    whatever the rule's budget and whether or not it turns diagnostics off."""
+    errors = [b"ls: cannot access 'missing': No such file or directory", b"bash: line 3: nope: command not found",
+              b"fatal: not a git repository (or any of the parent directories): .git",
+              b"cp: cannot create regular file '/x': Permission denied", b"usage: tool [-h] FILE"]
+    raw = numbered(100) + b"\n".join(errors[:2]) + b"\n" + numbered(100) + b"\n".join(errors[2:]) + b"\n" + numbered(50)
+    data_rule = make_rule('[[rule]]\nname = "d"\ndiagnostics = false\nhead = 5\n[rule.match]\nprogram = "x"\n')
+    for rule in (HEAD_TAIL, data_rule):
+        kept, _ = kept_and_added(compress_bytes(rule, raw)[0])
+        assert all(error in kept for error in errors), rule.name
+        assert len(kept) < 30  # the progress lines around them are cut as the rule says
+
+
 def test_group_budget_keeps_a_few_per_extension_and_counts_the_rest() -> None:
     rule = make_rule("""
 [[rule]]

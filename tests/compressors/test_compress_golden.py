@@ -18,7 +18,8 @@ GOLDEN = FIXTURES / "golden"
 KEY_FIXTURES = ["pytest_click_verbose", "unittest_more_itertools_verbose", "go_test_verbose", "vitest_verbose",
                 "git_diff_toolz_worktree", "git_status_click_untracked", "rg_self_click", "ls_r_stdlib",
                 "git_diff_toolz_releases", "git_log_codeoid", "ls_l_site_packages", "find_chromadb_py",
-                "pytest_regression_quiet", "unittest_handful", "jest_regression"]
+                "pytest_regression_quiet", "unittest_handful", "jest_regression", "mypy_strict_sqlparse",
+                "ruff_sqlparse", "eslint_ky", "make_cjson_cmake", "cargo_build_semver_rename"]
 COMMANDS = {entry["name"]: entry["command"]
             for entry in json.loads((FIXTURES / "manifest.json").read_text())["fixtures"]}
 
