@@ -28,7 +28,10 @@ Engine (`engine.py`):
     CompressResult(rule, raw_bytes, raw_lines, output_bytes, removed, passthrough); .describe() for a footer
     compress_bytes(rule, raw) -> (bytes, CompressResult)   whole outputs in memory (tests, benchmarks)
     CompressionError, Thresholds(min_lines=40, min_bytes=1024, hold_bytes=256 KiB, min_saving=512,
-        max_line_bytes=1 MiB, budget_lines=60, budget_bytes=4096), MARKER
+        max_line_bytes=1 MiB, budget_lines=60, budget_bytes=4096, ceiling=8000), MARKER
+    The ceiling (CODEOID_CEILING) caps a compressed output, footer included, whatever the rule keeps: past it
+    the failing tests (one short line each, with their reports' raw lines) or the index stay named first, then
+    the closing line, the first failure report and the rest in raw order; every cut names its raw lines.
     Kept lines are held until the output ends (or 2 MiB of them are held) so the budget can be spent; then
     they are written with the index or group table first. A cut reads
     "[codeoid] 380 lines cut (context lines), raw lines 120-499".
