@@ -1,18 +1,22 @@
 """The command the PreToolUse rewrite runs in place of a Bash command, and reading the original back out of it.
 
 Claude Code runs each Bash call as `eval '<command>' < /dev/null && pwd -P >| <cwd file>` in a fresh bash whose
-stdout and stderr are the same output file. The wrapper keeps the original command in that same shell, in a brace
-group, so `cd`, `exit`, functions, `set -e` and the exit status behave exactly as without it; only the shell's
-stdout goes through `codeoid-compress` (protocol notes §9):
+stdout and stderr are the same output file, so it shows the two streams merged, in the order they were written.
+The wrapper keeps the original command in that same shell, so `cd`, `exit`, functions, `set -e` and the exit
+status behave exactly as without it, and sends both streams, merged exactly as Claude Code would merge them,
+through `codeoid-compress` (protocol notes §9):
 
-1. `__codeoid_finish` closes the compressor's input by putting the original stdout back, waits for the compressor
-   to finish printing, and returns the command's exit status;
-2. `exec {spare}>&1 > >(codeoid-compress ...)` saves the original stdout on a spare descriptor and sends stdout into
-   the compressor, whose own stdout is the original and whose stderr is discarded (stderr is the command's alone);
-   if the compressor cannot even start, `cat` passes stdout through unchanged;
-3. an EXIT trap runs `__codeoid_finish`, so a command that calls `exit` does not lose its stdout;
-4. `{ <original>` starts on the first line and `}` closes it on a line of its own (a trailing comment or heredoc
-   in the original cannot swallow it), then `__codeoid_finish` runs on the normal path.
+1. `__codeoid_last=$_` keeps the shell's `$_` for the command (restored by `: "$__codeoid_last"` just before it);
+2. `exec > >(codeoid-compress ...) 2>&1` sends stdout into the compressor and stderr into the same pipe, so the
+   compressor reads the bytes in the order a plain run writes them to the output file (two pipes cannot keep
+   that order: the compressor starts after the command has often written both). The compressor's own stdout is
+   the original output file, its own stderr is discarded; if it cannot even start, `cat` passes the bytes on;
+3. an EXIT trap puts both streams on /dev/null, which closes the compressor's input, waits for the compressor to
+   finish printing and exits with the command's status, whether the command ended, called `exit` or failed;
+4. the original command comes last, on the wrapper's first line, and the wrapper adds no line of its own: bash
+   counts `$LINENO` and the `line N` of its messages from the lines of the whole eval'd text, so the command
+   must have every line where it has them alone. The copy the compressor is given (`--command`) is therefore
+   quoted on one line (`$'...'` when the command spans lines). No descriptor is kept open besides 0, 1 and 2.
 
 Words the wrapper runs are written `\\builtin trap`, `\\exec`, `\\command cat`: Claude Code's shell snapshot turns
 alias expansion on, and a user's alias must not change the wrapper.
@@ -30,17 +34,17 @@ from codeoid.records import NamedTuple
 NAME_PREFIX = "__codeoid_"
 COMPRESSOR = "codeoid-compress"
 
-_FINISH = (
-    '__codeoid_finish() { __codeoid_status=$?; \\builtin trap - EXIT; '
-    '\\exec >&"$__codeoid_stdout" {__codeoid_stdout}>&-; '
-    '\\builtin wait "$__codeoid_filter" 2>/dev/null; \\builtin return "$__codeoid_status"; }; '
+_OPEN = "__codeoid_last=$_; \\exec > >("
+_AFTER_FILTER = (
+    " 2>/dev/null || \\command cat) 2>&1; __codeoid_filter=$!; "
+    "\\builtin trap '__codeoid_status=$?; \\builtin trap - EXIT; \\exec >/dev/null 2>&1; "
+    "\\builtin wait \"$__codeoid_filter\"; \\builtin exit \"$__codeoid_status\"' EXIT; "
+    "\\builtin : \"$__codeoid_last\"; "
 )
-_OPEN = "\\exec {__codeoid_stdout}>&1 > >("
-_AFTER_FILTER = " 2>/dev/null || \\command cat); __codeoid_filter=$!; \\builtin trap __codeoid_finish EXIT; { "
-_CLOSE = "\n}; __codeoid_finish"
 
-# A word as `quote` writes it: bare when every character is safe, else single-quoted with `'"'"'` for `'`.
-_QUOTED = r"(?:'[^']*'(?:\"'\"'[^']*')*|[\w@%+=:,./-]+)"
+# A word as `quote` or `quote_line` writes it: bare when every character is safe, single-quoted with `'"'"'` for
+# `'`, or `$'...'` with backslash escapes.
+_QUOTED = r"(?:\$'(?:[^'\\]|\\.)*'|'[^']*'(?:\"'\"'[^']*')*|[\w@%+=:,./-]+)"
 # The characters `shlex.quote` leaves bare (`[\w@%+=:,./-]` with re.ASCII).
 _SAFE = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_@%+=:,./-"
 
@@ -54,17 +58,22 @@ def quote(word: str) -> str:
     return "'" + word.replace("'", "'\"'\"'") + "'"
 
 
+def quote_line(word: str) -> str:
+    """`quote(word)` when it has no newline, else bash's `$'...'` form, which says the same on one line."""
+    if "\n" not in word:
+        return quote(word)
+    return "$'" + word.replace("\\", "\\\\").replace("'", "\\'").replace("\n", "\\n") + "'"
+
+
 def _wrapped_pattern() -> str:
     import re
 
     return (
-        re.escape(_FINISH + _OPEN)
+        re.escape(_OPEN)
         + rf"(?:CODEOID_HOME=(?P<home>{_QUOTED}) )?(?P<exe>{_QUOTED}) --tool-use-id (?P<id>{_QUOTED})"
         + rf" --project-dir (?P<project>{_QUOTED}) --command (?P<command>{_QUOTED})"
         + re.escape(_AFTER_FILTER)
-        + r"(?P<body>.*)"
-        + re.escape(_CLOSE)
-        + r"\Z"
+        + r"(?P<body>.*)\Z"
     )
 
 
@@ -83,10 +92,10 @@ def wrap(command: str, *, tool_use_id: str, compressor: str, project_dir: str,
     chose the rule (`CLAUDE_PROJECT_DIR` is set for hooks only), and the data dir when the hook's own command
     line pinned `CODEOID_HOME`.
     """
-    home = f"CODEOID_HOME={quote(codeoid_home)} " if codeoid_home else ""
-    filter_command = (f"{home}{quote(compressor)} --tool-use-id {quote(tool_use_id)}"
-                      f" --project-dir {quote(project_dir)} --command {quote(command)}")
-    return _FINISH + _OPEN + filter_command + _AFTER_FILTER + command + _CLOSE
+    home = f"CODEOID_HOME={quote_line(codeoid_home)} " if codeoid_home else ""
+    filter_command = (f"{home}{quote_line(compressor)} --tool-use-id {quote_line(tool_use_id)}"
+                      f" --project-dir {quote_line(project_dir)} --command {quote_line(command)}")
+    return _OPEN + filter_command + _AFTER_FILTER + command
 
 
 def unwrap(text: str) -> Unwrapped | None:
@@ -114,6 +123,12 @@ def is_wrapped(command: str) -> bool:
 
 
 def _unquote(word: str) -> str:
+    if word.startswith("$'"):
+        import re
+
+        escapes = {"\\": "\\", "'": "'", "n": "\n"}
+        return re.sub(r"\\(.)", lambda found: escapes.get(found.group(1), "\\" + found.group(1)), word[2:-1],
+                      flags=re.DOTALL)
     if not word.startswith("'"):
         return word
     return word[1:-1].replace("'\"'\"'", "'")

@@ -124,6 +124,9 @@ class ShellCommand(NamedTuple):
     subshell: bool  # `( ... )`
     substitution: bool  # `$(...)`, backquotes, `<(...)` or `>(...)`
     compound: bool  # `{ ...; }`, loops, if/case, `[ ]`/`[[ ]]`
+    # Some redirection sends fd 1 somewhere other than stderr (`> f`, `1> f`, `&> f`; not `>&2`): under the rewrite,
+    # which sends stderr through the compressor too, only these take output away from it.
+    stdout_leaves: bool
 
 
 def parse(command: str) -> ShellCommand:
@@ -131,7 +134,7 @@ def parse(command: str) -> ShellCommand:
     try:
         root = syntax_tree(command.encode("utf-8", "surrogateescape")).root_node
     except (ValueError, UnicodeError):
-        return ShellCommand(command, False, None, (), False, False, False, False, False, False, False, False)
+        return ShellCommand(command, False, None, (), False, False, False, False, False, False, False, False, False)
     facts = _Facts()
     facts.visit(root)
     understood = not root.has_error
@@ -151,6 +154,7 @@ def parse(command: str) -> ShellCommand:
         subshell=facts.subshell,
         substitution=facts.substitution,
         compound=facts.compound,
+        stdout_leaves=facts.stdout_leaves,
     )
 
 
@@ -166,6 +170,7 @@ class _Facts:
         self.programs: list[str] = []
         self.background = False
         self.stdout_redirected = False
+        self.stdout_leaves = False
         self.heredoc = False
         self.defines_function = False
         self.functions: set[str] = set()
@@ -183,7 +188,9 @@ class _Facts:
             elif kind == "command":
                 self.programs.append(_program_of(current))
             elif kind == "file_redirect":
-                self.stdout_redirected = self.stdout_redirected or _redirects_stdout(current)
+                if _redirects_stdout(current):
+                    self.stdout_redirected = True
+                    self.stdout_leaves = self.stdout_leaves or not _to_stderr(current)
             elif kind in ("heredoc_redirect", "herestring_redirect"):
                 self.heredoc = True
             elif kind == "function_definition":
@@ -217,6 +224,13 @@ def _redirects_stdout(redirect: tree_sitter.Node) -> bool:
         return False
     destination = redirect.child_by_field_name("destination")
     return not (operator == ">&" and destination is not None and _text(destination) == "1")
+
+
+def _to_stderr(redirect: tree_sitter.Node) -> bool:
+    """`>&2` or `1>&2`."""
+    operator = next((child.type for child in redirect.children if not child.is_named), "")
+    destination = redirect.child_by_field_name("destination")
+    return operator == ">&" and destination is not None and _text(destination) == "2"
 
 
 def _last_statement(root: tree_sitter.Node) -> tree_sitter.Node | None:

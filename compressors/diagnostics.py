@@ -7,6 +7,21 @@ saying `error:` is content, and keeping every one would defeat the per-file budg
 
 from __future__ import annotations
 
+# Error lines as programs print them on stderr, which the rewrite sends through the rule with stdout (merged, as
+# Claude Code shows them). Every rule keeps them, `diagnostics = false` or not: a line-numbered search hit or a
+# diff line never has this shape (a path, a hash or a `+` comes first), and an error a command printed is never
+# the part of its output to leave out.
+STREAM_ERROR_PATTERNS: tuple[str, ...] = (
+    # The shell's own messages: `bash: line 3: foo: command not found`, `/bin/sh: 1: x: not found`.
+    r"^(?:/\S*/)?(?:bash|sh|dash|zsh): ",
+    # A program naming itself before what went wrong: `ls: cannot access 'x': No such file or directory`.
+    r"^[\w.+-]+: .*(?:No such file or directory|command not found|[Pp]ermission denied|Is a directory"
+    r"|Not a directory|Operation not permitted|[Cc]annot |[Cc]an't |[Ii]nvalid |[Uu]nrecognized |[Uu]nknown "
+    r"|[Mm]issing |[Nn]ot found|[Ff]ailed)",
+    # git's and many tools' verdicts at the start of a line, and usage messages.
+    r"^(?:fatal|error|[Uu]sage): ",
+)
+
 DIAGNOSTIC_PATTERNS: tuple[str, ...] = (
     # Python tracebacks and chained exceptions.
     r"^\s*Traceback \(most recent call last\)",

@@ -37,6 +37,10 @@ class Thresholds(NamedTuple):
     # The size a rule aims for when its `[rule.budget]` does not say (0: no limit); see `rules.Budget`.
     budget_lines: int = 60
     budget_bytes: int = 4096
+    # The most characters a compressed output may ever put in the window, footer included, whatever the raw size
+    # and whatever the rule keeps (0: no ceiling); from CODEOID_CEILING. Under it, a failure's output reaches the
+    # model whole (Claude Code cuts a failed command's result past about 10,000 characters).
+    ceiling: int = 8000
 
 
 class CompressResult(NamedTuple):
@@ -66,16 +70,24 @@ class CompressResult(NamedTuple):
 
 
 DEFAULT_THRESHOLDS = Thresholds()
+# Of the ceiling, what the footer `codeoid-compress` adds after the engine's output may take.
+FOOTER_RESERVE = 400
+# The smallest ceiling that leaves a compressed output room to say anything.
+MIN_CEILING = 2000
 
 
 def thresholds_from(env: Mapping[str, str]) -> Thresholds:
     """The engine's defaults, with the global budget (for rules whose TOML sets none) from CODEOID_BUDGET_LINES
-    and CODEOID_BUDGET_BYTES; a value that is not a whole number is ignored."""
+    and CODEOID_BUDGET_BYTES and the ceiling from CODEOID_CEILING (0: none; at least `MIN_CEILING`); a value
+    that is not a whole number is ignored."""
     budget = {}
-    for key, name in (("budget_lines", "CODEOID_BUDGET_LINES"), ("budget_bytes", "CODEOID_BUDGET_BYTES")):
+    for key, name in (("budget_lines", "CODEOID_BUDGET_LINES"), ("budget_bytes", "CODEOID_BUDGET_BYTES"),
+                      ("ceiling", "CODEOID_CEILING")):
         value = env.get(name, "").strip()
         if value.isdigit():
             budget[key] = int(value)
+    if budget.get("ceiling"):
+        budget["ceiling"] = max(budget["ceiling"], MIN_CEILING)
     return Thresholds()._replace(**budget)
 
 
@@ -99,7 +111,8 @@ class Compressor:
     def __init__(self, rule: Rule, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> None:
         self.rule = rule
         self.thresholds = thresholds
-        self._pipeline = Pipeline(rule, budget_lines=thresholds.budget_lines, budget_bytes=thresholds.budget_bytes)
+        self._pipeline = Pipeline(rule, budget_lines=thresholds.budget_lines, budget_bytes=thresholds.budget_bytes,
+                                  ceiling=max(thresholds.ceiling - FOOTER_RESERVE, 1) if thresholds.ceiling else 0)
         self._mode = _HOLD
         self._held: list[bytes] = []
         self._held_size = 0

@@ -60,6 +60,8 @@ MAX_LEAD_LINES = 400
 MAX_SHOWN_LINES = 2000
 # Tests a note names one by one; past this it counts the rest (their ids are in the raw lines it points at).
 MAX_NAMED = 1000
+# Failing tests remembered in raw order, with their raw lines, for the list a ceiling leaves in their place.
+MAX_FAILING = 4096
 # A run of at most this many trimmed lines inside a first failure is shown rather than marked: the marker would
 # cost as much.
 SMALL_GAP = 2
@@ -179,6 +181,10 @@ class FailureGroups:
         self._causes: dict[tuple[str, str], _Cause] = {}
         self._run: _Run | None = None
         self._budget = spec.budget
+        # Every failing report in raw order (its test, first and last raw line), and every test the runner's list
+        # names (its id and line): what `failing_tests` names when the output must shrink past its budget.
+        self.reports: list[tuple[str, int, int]] = []
+        self.listed: list[tuple[str, int]] = []
 
     def feed(self, line: Any, text: str) -> bool:
         """Whether `line` belongs to a failure report or is a listing line cut (then this decides it)."""
@@ -253,6 +259,8 @@ class FailureGroups:
             self._end_listing()
             return None
         test = found.group(1)
+        if len(self.listed) < MAX_FAILING:
+            self.listed.append((test, line.lineno))
         if len(self._listed_tests) < MAX_SHOWN_LINES:
             self._listed_tests.update((test, test.partition("::")[2].replace("::", ".")))
         if found.lastindex is None or found.lastindex < 2 or found.group(2) is None:
@@ -302,6 +310,9 @@ class FailureGroups:
             for line, text in lines:
                 self._apply(line, RELEASE, text)
             return
+        if len(self.reports) < MAX_FAILING:
+            last = lines[-1][0]
+            self.reports.append((self._name, lines[0][0].lineno, last.lineno + last.repeats))
         texts = [text for _, text in lines]
         message_at, message = self._message_of(texts)
         frames = self._frames(texts)
@@ -352,6 +363,24 @@ class FailureGroups:
             cut = sum(1 + line.repeats for line in spent)
             self._note(f"{cut} line{'s' if cut > 1 else ''} cut (traceback budget spent), "
                        f"{_span(spent[0].lineno, spent[-1].lineno + spent[-1].repeats)}", None)
+
+    def failing_tests(self) -> list[tuple[str, int, int]]:
+        """Every failing test once, as the runner's list names it where it has one (else as its report does), with
+        the raw lines of its report (or of its line in the list): the runner's order, then tests only reported."""
+        spans: dict[str, tuple[int, int]] = {}
+        for name, first, last in self.reports:
+            spans.setdefault(name, (first, last))
+        found: list[tuple[str, int, int]] = []
+        named: set[str] = set()
+        for test, lineno in self.listed:
+            if test in named:
+                continue
+            as_reported = test.partition("::")[2].replace("::", ".")
+            span = spans.get(test) or spans.get(as_reported) or (lineno, lineno)
+            named.update((test, as_reported))
+            found.append((test, *span))
+        found.extend((name, first, last) for name, first, last in self.reports if name not in named)
+        return found
 
     def names(self, test: str) -> bool:
         """Whether a failure report or the runner's list of failing tests names `test` (as itself, or as pytest

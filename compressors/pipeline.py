@@ -23,7 +23,7 @@ from collections import deque
 from collections.abc import Callable, Iterator
 
 from codeoid.compressors import failure_groups
-from codeoid.compressors.diagnostics import DIAGNOSTIC_HINTS, DIAGNOSTIC_PATTERNS
+from codeoid.compressors.diagnostics import DIAGNOSTIC_HINTS, DIAGNOSTIC_PATTERNS, STREAM_ERROR_PATTERNS
 from codeoid.compressors.rules import Rule
 
 TYPE_CHECKING = False
@@ -64,7 +64,16 @@ KEEP, OMIT, PENDING, DROP, NOTE, HELD, CUT = range(7)
 # What a marker calls `named` lines it cut: their tests' reports (or the list of failing tests) come later.
 NAMED_BELOW = "failing, each reported below"
 # Removal reasons that a gap marker does not spell out (the marker's count says enough).
-_PLAIN_REASONS = frozenset({"head/tail", "item budget", "group budget", "budget", "traceback lines"})
+_PLAIN_REASONS = frozenset({"head/tail", "item budget", "group budget", "budget", "traceback lines", "noted"})
+# What the ceiling's cuts are called; NOTED: lines a note named, which the ceiling cut, now named by a marker.
+OVER_CEILING = "over the ceiling"
+NOTED = "noted"
+# Of the ceiling, what the critical items' list (files with hits, changed files, failing tests) may take.
+CRITICAL_SHARE = 0.85
+# What a note the ceiling cuts says it named: "N lines cut (...), raw lines A-B".
+_NOTE_SPAN = re.compile(r"^(\d+) lines? cut\b.*, raw lines? (\d+)(?:-(\d+))?$", re.S)
+# A group note's size, estimated without making it (making it empties the group counts).
+GROUP_NOTE_COST = 600
 
 
 class MarkerCollision(Exception):
@@ -73,7 +82,7 @@ class MarkerCollision(Exception):
 
 class _Entry:
     __slots__ = ("line", "lineno", "state", "reason", "repeats", "item", "group", "blank", "counted", "must",
-                 "note")
+                 "note", "first_report")
 
     def __init__(self, line: bytes, lineno: int) -> None:
         self.line = line
@@ -89,6 +98,7 @@ class _Entry:
         # A NOTE's text, made when it is written (counts may change until then; None: nothing to say after all).
         # Without it, a NOTE's line is its text.
         self.note: Callable[[], str | None] | None = None
+        self.first_report = False  # kept from the run's first failure report: the ceiling keeps it before others
 
 
 class _Gap:
@@ -171,16 +181,20 @@ def _union(patterns: tuple[str, ...] | list[str]) -> _Patterns | None:
 class Pipeline:
     """Feed lines (without their newline) with `push`, then `close`; read what is ready with `take`."""
 
-    def __init__(self, rule: Rule, *, budget_lines: int = 0, budget_bytes: int = 0) -> None:
+    def __init__(self, rule: Rule, *, budget_lines: int = 0, budget_bytes: int = 0, ceiling: int = 0) -> None:
         """`budget_lines`/`budget_bytes`: the size to aim for where the rule's `[rule.budget]` does not say (0: no
-        limit)."""
+        limit). `ceiling`: the bytes the whole output may never exceed, whatever the rule keeps (0: none)."""
         self.rule = rule
+        self.ceiling = ceiling
+        self._index_limit: int | None = None  # index lines the ceiling leaves room for (None: all)
+        self._failing_index: list[str] = []  # the ceiling's list of failing tests, written first
         self.budget_lines = rule.budget.lines if rule.budget.lines is not None else budget_lines
         self.budget_bytes = rule.budget.bytes if rule.budget.bytes is not None else budget_bytes
         self._tiers = [(tier.label, _Patterns(tier.patterns)) for tier in rule.budget.tiers]
         self._keep = _union(rule.keep)
         self._diagnostics = _union(DIAGNOSTIC_PATTERNS) if rule.diagnostics else None
         self._diagnostic_hints = re.compile(DIAGNOSTIC_HINTS)
+        self._stream_errors = _Patterns(STREAM_ERROR_PATTERNS)
         self._drop = _union(rule.drop)
         self._collapse = [(group.label, _union(group.patterns), group.keep) for group in rule.collapse]
         self._through = _union([pattern for group in rule.collapse for pattern in group.through])
@@ -443,7 +457,7 @@ class Pipeline:
     def _decide(self, entry: _Entry, text: str) -> None:
         """The rule's own patterns come first (its author knows a passing line that mentions `Error:`), then the
         engine's diagnostics, then the budgets."""
-        if self._keep is not None and self._keep.search(text):
+        if (self._keep is not None and self._keep.search(text)) or self._is_stream_error(text):
             self._run_label = None
             entry.must = True
             self._count_in_item(entry, text)
@@ -492,6 +506,7 @@ class Pipeline:
         elif verdict == failure_groups.KEEP:
             entry.state = KEEP
             entry.must = True  # the failures operation spends first: the rule's budget does not cut what it kept
+            entry.first_report = self._failures is not None and len(self._failures.reports) == 1
         elif verdict == failure_groups.DROP:
             entry.state, entry.reason = DROP, "dropped"
         elif verdict == failure_groups.OMIT:
@@ -518,9 +533,14 @@ class Pipeline:
                 return
         self._note(text)
 
+    def _is_stream_error(self, text: str) -> bool:
+        """An error line as programs print them on stderr (`diagnostics.STREAM_ERROR_PATTERNS`): never cut."""
+        return ": " in text and self._stream_errors.search(text)
+
     def _is_diagnostic(self, text: str) -> bool:
-        return (self._diagnostics is not None and self._diagnostic_hints.search(text.lower()) is not None
-                and self._diagnostics.search(text))
+        return bool(self._is_stream_error(text)) or bool(
+            self._diagnostics is not None and self._diagnostic_hints.search(text.lower()) is not None
+            and self._diagnostics.search(text))
 
     def _count_in_item(self, entry: _Entry, text: str) -> None:
         item = self._item
@@ -709,6 +729,10 @@ class Pipeline:
         self._decided_bytes += len(entry.line) + 1
         if self._decided_bytes > BUDGET_WINDOW:
             self._spend_budget()
+            if self.ceiling:  # held, not written: the ceiling is over the whole output
+                self._spend_ceiling(complete=False)
+                self._compact()
+                return
             self._render()
 
     # -- the budget ----------------------------------------------------------------------------------------------
@@ -778,6 +802,162 @@ class Pipeline:
             run = []
             beside_gap = gap_like
 
+    # -- the ceiling ---------------------------------------------------------------------------------------------
+
+    def _spend_ceiling(self, *, complete: bool) -> None:
+        """Cut what is held until the whole output fits `ceiling` bytes, whatever the rule keeps. The critical
+        items stay named first (the index of files, or for a test run a list of every failing test with its
+        report's raw lines, within `CRITICAL_SHARE` of the ceiling, the rest named by one line and its raw
+        lines), then the closing line, the first failure report's kept lines, and the other kept lines and notes
+        in raw order while they fit. Every cut is named by a marker with its raw lines."""
+        if not self.ceiling or self._estimate() <= self.ceiling or self._trial_size() <= self.ceiling:
+            return
+        self._cut_to(self.ceiling - 2 * MARKER_COST, complete=complete)
+        for _ in range(4):  # the costs above are estimates: measure, and cut the excess again if they were short
+            excess = self._trial_size() - self.ceiling
+            if excess <= 0:
+                return
+            self._cut_to(self.ceiling - 2 * MARKER_COST - 2 * excess, complete=complete)
+
+    def _trial_size(self) -> int:
+        """The bytes rendering what is held would write now, measured by rendering it and undoing that."""
+        saved = (len(self.out), dict(self.removed), dict(self._gap), self._gap_first, self._gap_last,
+                 self._last_written, list(self._index), self._index_more, self._group_table,
+                 list(self._failing_index), self._columns_cut, list(self._decided), self._decided_bytes)
+        groups = {key: [counts[0], counts[1], dict(counts[2])] for key, counts in self._groups.items()}
+        self._render()
+        self._flush_gap()
+        size = len(self.out) - saved[0]
+        (_, self.removed, self._gap, self._gap_first, self._gap_last, self._last_written, self._index,
+         self._index_more, self._group_table, self._failing_index, self._columns_cut, self._decided,
+         self._decided_bytes) = saved
+        del self.out[saved[0]:]
+        self._groups = groups
+        return size
+
+    def _cut_to(self, room: int, *, complete: bool) -> None:
+        """Keep, in the ceiling's order, what fits `room` bytes; cut the rest (see `_spend_ceiling`)."""
+        if complete:
+            room -= self._plan_critical(int(self.ceiling * CRITICAL_SHARE))
+        decided = self._decided
+        closing = self._last_nonblank if complete else None
+        kept: set[int] = set()
+        if closing is not None and closing.state in (KEEP, PENDING):
+            kept.add(id(closing))
+            room -= len(closing.line) + 1 + MARKER_COST
+        position = {id(element): index for index, element in enumerate(decided)}
+        candidates = [element for element in decided if isinstance(element, _Entry) and element is not closing
+                      and element.state in (KEEP, PENDING, NOTE)]
+        candidates.sort(key=lambda entry: not entry.first_report)  # stable: raw order within each
+        for entry in candidates:
+            cost = self._shown_size(entry)
+            before = position[id(entry)] - 1
+            if before < 0 or id(decided[before]) not in kept:
+                cost += MARKER_COST  # may open a gap behind it (conservative: it may close one instead)
+            if cost <= room:
+                kept.add(id(entry))
+                room -= cost
+        for index, element in enumerate(decided):
+            if not isinstance(element, _Entry) or id(element) in kept or element.state not in (KEEP, PENDING, NOTE):
+                continue
+            if element.state == NOTE:
+                decided[index] = self._note_as_gap(element)
+            else:
+                self._omit(element, OVER_CEILING)
+
+    def _plan_critical(self, share: int) -> int:
+        """Choose the critical items' lines written first (within `share` bytes); their cost."""
+        marker = len(MARKER) + 1
+        lines: list[str] = []
+        if self._failures is not None:
+            failing = self._failures.failing_tests()
+            if failing:
+                lines.append(f"{len(failing)} failing test{'s' if len(failing) > 1 else ''}, each with the raw "
+                             "lines of its report:")
+                used = marker + len(lines[0])
+                for index, (test, first, last) in enumerate(failing):
+                    line = f"{test}, {_span(first, last)}"
+                    if used + marker + len(line) + MARKER_COST > share:
+                        rest = failing[index:]
+                        lines.append(f"… and {len(rest)} more failing tests, "
+                                     f"{_span(min(item[1] for item in rest), max(item[2] for item in rest))}")
+                        break
+                    lines.append(line)
+                    used += marker + len(line)
+        self._failing_index = lines
+        used = sum(marker + len(line) for line in lines)
+        if self._index and self.rule.item is not None and self.rule.item.index_entry is not None:
+            used += marker + 80  # the title
+            limit = 0
+            for item in self._index:
+                size = marker + len(self._index_line(item))
+                if used + size + MARKER_COST > share:
+                    break
+                used += size
+                limit += 1
+            self._index_limit = limit if limit < len(self._index) else None
+            used += MARKER_COST if self._index_limit is not None else 0
+        return used
+
+    def _estimate(self) -> int:
+        """About how many bytes rendering what is held would write (never fewer)."""
+        size = 0
+        if self._index and self.rule.item is not None and self.rule.item.index_entry is not None:
+            size += len(MARKER) + 81 + sum(len(MARKER) + 1 + len(self._index_line(item)) for item in self._index)
+            size += MARKER_COST if self._index_more else 0
+        if self._group_table:
+            size += (min(len(self._groups), MAX_TABLE) + 2) * 120
+        in_gap = False
+        for element in self._decided:
+            if isinstance(element, _Gap) or element.state in (OMIT, CUT, DROP):
+                if not in_gap and (isinstance(element, _Gap) or element.state == OMIT):
+                    size += MARKER_COST
+                    in_gap = True
+                continue
+            size += self._shown_size(element)
+            in_gap = in_gap and element.state == NOTE
+        return size + MARKER_COST
+
+    def _shown_size(self, entry: _Entry) -> int:
+        if entry.state != NOTE:
+            return len(entry.line) + 1 + (MARKER_COST if entry.repeats and not entry.blank else 0)
+        if entry.note is None:
+            return len(MARKER) + len(entry.line) + 1
+        if getattr(entry.note, "__func__", None) is Pipeline._groups_left_out:
+            return GROUP_NOTE_COST
+        text = entry.note()
+        return 0 if text is None else len(MARKER) + len(text.encode("utf-8", "surrogateescape")) + 1 + 40
+
+    def _note_as_gap(self, entry: _Entry) -> _Entry | _Gap:
+        """A note the ceiling cuts: the lines it named, named by a marker instead (or nothing, if it named none)."""
+        text = entry.note() if entry.note is not None else entry.line.decode("utf-8", "surrogateescape")
+        found = _NOTE_SPAN.match(text or "")
+        if found is None:
+            entry.note = _say_nothing
+            return entry
+        gap = _Gap(int(found.group(2)))
+        gap.last = int(found.group(3) or found.group(2))
+        gap.reasons[NOTED] = int(found.group(1))
+        return gap
+
+    def _compact(self) -> None:
+        """Fold the lines the ceiling cut into gap records, so what is held stays within it."""
+        compacted: list[_Entry | _Gap] = []
+        size = 0
+        for element in self._decided:
+            if isinstance(element, _Entry) and element.state == OMIT:
+                gap = compacted[-1] if compacted and isinstance(compacted[-1], _Gap) else None
+                if gap is None:
+                    gap = _Gap(element.lineno)
+                    compacted.append(gap)
+                gap.last = element.lineno + element.repeats
+                gap.reasons[element.reason] = gap.reasons.get(element.reason, 0) + 1 + element.repeats
+                continue
+            compacted.append(element)
+            if isinstance(element, _Entry):
+                size += len(element.line) + 1
+        self._decided, self._decided_bytes = compacted, size
+
     def _tier_of(self, entry: _Entry) -> int:
         text = entry.line[:MATCH_CHARS].decode("utf-8", "surrogateescape")
         return next((index for index, (_, patterns) in enumerate(self._tiers) if patterns.search(text)),
@@ -801,6 +981,9 @@ class Pipeline:
                 self._write(entry)
 
     def _write_index(self) -> None:
+        for line in self._failing_index:
+            self._marker(line)
+        self._failing_index = []
         rule_item = self.rule.item
         if not self._index or rule_item is None or rule_item.index_entry is None:
             return
@@ -809,13 +992,23 @@ class Pipeline:
             for name, _ in self._tally:
                 totals[name] = str(sum(item.tallies.get(name, 0) for item in self._index))
             self._marker(_fill(rule_item.index_title, totals))
-        for item in self._index:
-            self._marker(_fill(rule_item.index_entry, {"name": item.name, "lines": str(item.total),
-                                                       "first": str(item.first), "last": str(item.last),
-                                                 **{name: str(item.tallies.get(name, 0)) for name, _ in self._tally}}))
-        if self._index_more:
+        shown = self._index if self._index_limit is None else self._index[:self._index_limit]
+        for item in shown:
+            self._marker(self._index_line(item))
+        rest = self._index[len(shown):]
+        if rest:
+            self._marker(f"… and {len(rest) + self._index_more} more (over the ceiling), "
+                         f"{_span(rest[0].first, rest[-1].last)}")
+        elif self._index_more:
             self._marker(f"… and {self._index_more} more")
         self._index, self._index_more = [], 0
+
+    def _index_line(self, item: _ItemState) -> str:
+        rule_item = self.rule.item
+        assert rule_item is not None and rule_item.index_entry is not None
+        return _fill(rule_item.index_entry, {"name": item.name, "lines": str(item.total), "first": str(item.first),
+                                             "last": str(item.last),
+                                             **{name: str(item.tallies.get(name, 0)) for name, _ in self._tally}})
 
     def _write(self, entry: _Entry) -> None:
         state = entry.state
@@ -884,7 +1077,8 @@ class Pipeline:
         if not gap:
             return
         for reason, count in gap.items():
-            self.removed[reason] = self.removed.get(reason, 0) + count
+            if reason != NOTED:  # counted by the operation whose note the ceiling cut
+                self.removed[reason] = self.removed.get(reason, 0) + count
         total = sum(gap.values())
         details = [f"{count} {reason}" for reason, count in gap.items() if reason not in _PLAIN_REASONS]
         why = f" ({', '.join(details)})" if details and (len(details) > 1 or len(gap) > 1) else (
@@ -918,6 +1112,7 @@ class Pipeline:
             self._hold(entry)
         if complete:
             self._spend_budget()
+            self._spend_ceiling(complete=True)
         self._render()
         self._flush_gap()
         if complete and not newline_at_end and self._last_written == self.lineno and self.out.endswith(b"\n"):

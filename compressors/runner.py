@@ -1,14 +1,19 @@
-"""`codeoid-compress`: a command's stdout, compressed by the first matching rule, the raw bytes archived first.
+"""`codeoid-compress`: a command's output, compressed by the first matching rule, the raw bytes archived first.
 
     codeoid-compress -- git diff                       run a command (its stdin, stderr and exit status are its own)
-    git diff | codeoid-compress --command 'git diff'   filter a pipe, naming the command that wrote it
-    ... > >(codeoid-compress --tool-use-id ID --project-dir DIR --command CMD)
+    git diff 2>&1 | codeoid-compress --command 'git diff'
+                                                        filter a pipe, naming the command that wrote it
+    ... > >(codeoid-compress --tool-use-id ID --project-dir DIR --command CMD) 2>&1
                                                         what the PreToolUse rewrite runs (`bash_wrapper`)
 
-The compressed text ends with a footer naming the raw output's id. Stderr is never touched, and the exit status
-is the command's. Whenever this program cannot do its job (no rule applies, the store is unavailable, the engine
-fails), stdout passes through unchanged, and it always reads its input to the end, so the command writing into
-it never dies of a broken pipe. SIGTERM or SIGINT prints what is held, raw, at once, then exits.
+Under the rewrite its input is the command's stdout and stderr in one pipe, in the order the command wrote them
+(as Claude Code's output file would hold them), so the rule sees what Claude Code would show and the archive keeps
+those merged bytes in order; error lines are never cut (`diagnostics.STREAM_ERROR_PATTERNS`). Run with `--`, only
+the command's stdout passes through it. The compressed text ends with a footer naming the raw output's id, and
+the exit status is the command's. Whenever this program cannot do its job (no rule applies, the store is
+unavailable, the engine fails), its input passes through unchanged, and it always reads its input to the end, so
+the command writing into it never dies of a broken pipe. SIGTERM or SIGINT prints what is held, raw, at once,
+then exits.
 """
 
 from __future__ import annotations

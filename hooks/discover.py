@@ -19,6 +19,10 @@ more, with two exceptions that only the rewrite can reach, and that the reason t
 A call still missed for which the after-the-fact compression would work today ran before it existed or while
 it was switched off: it is reported as such.
 
+Every call counts what it put in the window as Claude Code showed it (`codeoid.claude_window`): a success
+Claude Code persisted to a file counts as its preview note and is not missed (Claude Code kept it out of the
+window itself; it is reported on a line of its own), a failure as Claude Code's cut of it. Sizes are characters.
+
 Replayed decisions use the settings of today, not of the day the call ran, and the default permission mode
 (the mode a call ran under is not stored); `codeoid discover` says so.
 """
@@ -32,6 +36,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from codeoid.claude_window import stored_persisted, stored_window_size
 from codeoid.compressors import switch
 from codeoid.compressors.command import resolve
 from codeoid.compressors.engine import Thresholds
@@ -92,9 +97,11 @@ class Report:
     """Every Bash call in scope: the bytes the window received, how many were compressed, and the missed shapes."""
 
     calls: int = 0
-    window_bytes: int = 0
+    window_bytes: int = 0  # characters, as the window counts them
     compressed_calls: int = 0
     compressed_bytes: int = 0
+    persisted_calls: int = 0  # successes Claude Code saved to a file and previewed: not missed
+    persisted_bytes: int = 0
     shapes: dict[tuple[str, str], Shape] = field(default_factory=dict)
 
     @property
@@ -111,18 +118,36 @@ class Report:
             totals[shape.reason] = totals.get(shape.reason, 0) + shape.bytes
         return dict(sorted(totals.items(), key=lambda item: -item[1]))
 
+    def by_allow_rule(self) -> list[tuple[str, int, int, int]]:
+        """Each allow rule that would let codeoid compress calls it had to leave whole: (rule, bytes those calls put
+        into the window, calls, of which failed), most bytes first. A failure's output only the rewrite reaches."""
+        totals: dict[str, list[int]] = {}
+        for shape in self.shapes.values():
+            if shape.allow_rule is not None:
+                entry = totals.setdefault(shape.allow_rule, [0, 0, 0])
+                entry[0] += shape.bytes
+                entry[1] += shape.calls
+                entry[2] += shape.calls if FAILED in shape.reason else 0
+        return sorted(((rule, *counts) for rule, counts in totals.items()),  # type: ignore[misc]
+                      key=lambda item: (-item[1], item[0]))
+
     def top(self, limit: int) -> list[Shape]:
         return sorted(self.shapes.values(), key=lambda shape: (-shape.bytes, shape.shape))[:limit]
 
     def as_dict(self, limit: int) -> dict[str, Any]:
-        return {"calls": self.calls, "window_bytes": self.window_bytes, "compressed_calls": self.compressed_calls,
-                "compressed_window_bytes": self.compressed_bytes, "missed_bytes": self.missed_bytes,
+        return {"calls": self.calls, "window_chars": self.window_bytes, "compressed_calls": self.compressed_calls,
+                "compressed_window_chars": self.compressed_bytes, "persisted_calls": self.persisted_calls,
+                "persisted_window_chars": self.persisted_bytes, "missed_chars": self.missed_bytes,
                 "missed_share": round(self.missed_share, 4), "by_reason": self.by_reason(),
+                "allow_rules": [{"rule": rule, "bytes": size, "calls": calls, "failed_calls": failed,
+                                 "share": round(size / self.window_bytes, 4) if self.window_bytes else 0.0}
+                                for rule, size, calls, failed in self.by_allow_rule()],
                 "shapes": [shape.as_dict(self.window_bytes) for shape in self.top(limit)]}
 
 
 _CALLS = """
-    SELECT e.original_command, e.command, e.text, e.raw_output_id, w.root, r.rule, r.stdout_size, e.input,
+    SELECT e.original_command, coalesce(e.wrapper, e.command), e.text, e.raw_output_id, w.root, r.rule,
+           r.stdout_size, e.input,
            e.is_error
     FROM episodes e
     JOIN workspaces w ON w.id = e.workspace_id
@@ -144,12 +169,16 @@ def discover(db: sqlite3.Connection, *, workspace_id: int | None, session_id: st
     rows = db.execute(_CALLS, {"workspace_id": workspace_id, "session_id": session_id, "since": since})
     for original, ran, text, raw_id, root, rule, stdout_size, tool_input, is_error in rows:
         command = original or ran or ""
-        shown = len(text.encode("utf-8", "surrogatepass"))
+        shown = stored_window_size(len(text), bool(is_error))
         report.calls += 1
         report.window_bytes += shown
         if raw_id is not None and rule is not None:
             report.compressed_calls += 1
             report.compressed_bytes += shown
+            continue
+        if stored_persisted(len(text), bool(is_error)):
+            report.persisted_calls += 1
+            report.persisted_bytes += shown
             continue
         if raw_id is not None or (ran and original and ran != original):  # went through codeoid-compress
             small = (stdout_size or shown) < thresholds.min_bytes or _lines(text) < thresholds.min_lines

@@ -1,7 +1,9 @@
 """From hook stdin to the store: parse tolerantly, then hand the event to `codeoid.capture.ingest`.
 
-A Bash call's PostToolUse is first offered to `post_tool_use`, which compresses an output the rewrite left alone;
-the compressed text travels with the event, and the handler stores the raw text before it answers with it.
+A PostToolUse whose result Claude Code saved to a file gets the whole file read back into it first
+(`codeoid.capture.persisted`). A Bash call's PostToolUse is then offered to `post_tool_use`, which compresses an
+output the rewrite left alone; the compressed text travels with the event, and the handler stores the raw text
+before it answers with it.
 
 Input that cannot be read at all is quarantined (kept, never shown to the session) and the reason logged.
 """
@@ -44,6 +46,10 @@ def run(event: str, raw: bytes) -> str | None:
         return None  # the user excluded this project: not even a log line says what happened in it
     received_at = time.time()
     replacement = None
+    if event == "PostToolUse":
+        from codeoid.capture import persisted
+
+        persisted.load(payload, os.environ)  # a result Claude Code saved to a file: the whole of it, from here on
     if event == "PostToolUse" and payload.get("tool_name") == "Bash":
         from codeoid.hooks import post_tool_use
 

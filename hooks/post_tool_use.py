@@ -12,7 +12,10 @@ left alone:
 
 - the text is stdout and stderr merged (Bash's `tool_response.stdout` holds both), as the model would read it;
 - at or above `CAP_CHARS` characters Claude Code has already saved the output to a file and shows the model a
-  2 KB preview of it: nothing to gain, left alone;
+  2 KB preview of it; the payload then names the file (`persistedOutputPath`), which the hook reads back whole
+  (`codeoid.capture.persisted`) before this runs: the whole output is compressed, and the answer leaves out the
+  persisted keys (a replacement still carrying them is ignored). Where the whole file could not be read (refused,
+  over `CODEOID_PERSISTED_MAX_BYTES`) the output is left alone: counts are never taken from a preview;
 - a command that exits non-zero fires PostToolUseFailure, whose replacement Claude Code ignores: left alone;
 - a background run's output is a note that it started: left alone.
 
@@ -32,6 +35,7 @@ from __future__ import annotations
 
 import os
 
+from codeoid.capture import persisted
 from codeoid.capture.spool import Replacement
 from codeoid.compressors import switch
 
@@ -97,7 +101,14 @@ def _plan(payload: dict[str, Any], env: Mapping[str, str]) -> tuple[Replacement 
     if tool_input.get("run_in_background") or response.get("backgroundTaskId") or response.get("interrupted"):
         return None, BACKGROUND
     stderr = response.get("stderr")
-    if len(stdout) + (len(stderr) if isinstance(stderr, str) else 0) >= CAP_CHARS:
+    if isinstance(response.get(persisted.PATH_KEY), str):
+        facts = payload.get(persisted.FACTS_KEY)
+        if not isinstance(facts, dict) or not facts.get("whole"):
+            return None, OVER_CAP  # only the head of the output is here: never compress a preview
+        # `persisted.load` put the whole file in `stdout`: compressed, it replaces Claude Code's note and preview.
+    elif len(stdout) + (len(stderr) if isinstance(stderr, str) else 0) >= CAP_CHARS - 1:
+        # No file named, yet at the cap: Claude Code drops a final newline, so the first 30,000 characters of a
+        # longer output can arrive as 29,999. Counting from them would be counting from a preview.
         return None, OVER_CAP
     return compress(command, stdout, tool_use_id=tool_use_id,
                     project_dir=env.get("CLAUDE_PROJECT_DIR") or _str(payload.get("cwd")) or os.getcwd(), env=env)

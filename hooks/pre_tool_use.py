@@ -12,9 +12,13 @@ precompiled cache), no subprocess (but one `bash -c` per new bash binary, rememb
 read first: when they cannot allow anything (no Bash allow rule, an unsupported mode), the hook answers before
 importing the parser and the rule engine, which are most of its cost.
 
+The wrapper sends stdout and stderr through the compressor in one pipe, in the order the command writes them, so
+what the rule compresses is what Claude Code would show (a `>&2` keeps its output in that pipe; a redirection to a
+file takes it away, so such a command is left alone).
+
 Stepping aside is always safe (the output is then compressed after the fact by PostToolUse, `post_tool_use`,
 unless the command fails or its output reaches Claude Code's cap), so every doubt is a reason to: a background
-run, a command the parser does not fully understand, stdout already redirected, a command already wrapped,
+run, a command the parser does not fully understand, stdout sent to a file, a command already wrapped,
 builtins that change the shell around the wrapper (`exec`, `trap`, `wait`, `eval`, `source`, `alias`, `shopt`,
 `set -x`...), interactive or long-running programs, and commands no rule would compress anyway.
 """
@@ -126,7 +130,7 @@ def decide(payload: dict[str, Any], env: Mapping[str, str],
     from codeoid.log import log
     from codeoid.setup.hook_table import installed_executable
 
-    if bash_wrapper.is_wrapped(command) or _ends_in_line_continuation(command):
+    if bash_wrapper.is_wrapped(command):
         return None, CONSTRUCT
     compressor = installed_executable(bash_wrapper.COMPRESSOR)
     if not os.path.exists(compressor) or not bash_shell.wrappable_bash(env, cache_dir):
@@ -149,7 +153,7 @@ def decide(payload: dict[str, Any], env: Mapping[str, str],
     from codeoid.hooks import shell_facts
 
     parsed = shell_command.parse(command)
-    if not parsed.understood or parsed.background or parsed.stdout_redirected or parsed.invocation is None:
+    if not parsed.understood or parsed.background or parsed.stdout_leaves or parsed.invocation is None:
         return None, CONSTRUCT
     facts = shell_facts.read(command)
     if not facts.understood or _unsafe_to_wrap(command, facts):
@@ -167,7 +171,7 @@ def decide(payload: dict[str, Any], env: Mapping[str, str],
         "hookSpecificOutput": {
             "hookEventName": "PreToolUse",
             "permissionDecision": "allow",
-            "permissionDecisionReason": f"codeoid: stdout through rule {rule.name!r}; " + (
+            "permissionDecisionReason": f"codeoid: output through rule {rule.name!r}; " + (
                 "the command was already allowed by your permission rules or mode, or as a read-only command"
                 if agent is None else f"{agent} asks about no command in this mode"),
             "updatedInput": {**tool_input, "command": wrapped},
@@ -214,11 +218,6 @@ def _quiet_set_argument(argument: str) -> bool:
     if argument in QUIET_SET_OPTIONS:
         return True
     return len(argument) > 1 and argument[0] in "-+" and all(flag in "euofC" for flag in argument[1:])
-
-
-def _ends_in_line_continuation(command: str) -> bool:
-    """A final unescaped backslash would join the wrapper's closing `}` onto the command's last line."""
-    return (len(command) - len(command.rstrip("\\"))) % 2 == 1
 
 
 def _str(value: object) -> str | None:

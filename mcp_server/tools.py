@@ -59,6 +59,8 @@ RETRACTED = ("{what} was retracted by the user (`codeoid retract`): it is kept b
              "reconstruct it; ask the user if you need what it held.")
 # Room kept per recalled episode for its header and cut note, beyond the text itself.
 EPISODE_FRAME_BYTES = 400
+# The least of an episode's text a page shows, however long its header.
+MIN_PAGE_BYTES = 1024
 # Bounds on what a caller passes, so a bad argument is refused in a sentence instead of failing deep in SQLite or
 # the file system, and an answer never repeats a huge argument back: a query, path or id is echoed clipped.
 MAX_QUERY_CHARS = 10_000  # a pasted error message fits; a pasted whole output is not a query
@@ -211,14 +213,18 @@ class MemoryTools:
         self,
         episode_id: Annotated[int | str, Described("An episode id such as 42, or a raw output id raw-...")],
         lines: Annotated[str | int | None, Described('Lines to show: "82-120" (inclusive), "82" or "82-" (to the '
-                                                     'end). Leave out for the whole episode.')] = None,
+                                                     'end). Leave out for a first page.')] = None,
         start_line: Annotated[int | None, Described("First line to show (1-based); or use lines."), Ge(1)] = None,
         end_line: Annotated[int | None, Described("Last line to show (inclusive); or use lines."), Ge(1)] = None,
     ) -> str:
         """Show exactly the lines asked for of one stored episode (its fields, then the numbered range of its
         text) or of a raw output (a command's exact stdout before compression): get_episode(42, lines="82-120")
-        after recall named lines 82-93. Without lines, the whole text, capped; a cut says which lines come next."""
+        after recall named lines 82-93. Without lines, a first page as large as a recall answer, and the range to
+        ask for next."""
         start_line, end_line = _line_range(lines, start_line, end_line)
+        # No range asked for: a first page within the recall budget, never a whole 67k-character output.
+        budget = output_budget() if start_line is not None or end_line is not None else min(
+            DEFAULT_RECALL_TOKENS * BYTES_PER_TOKEN, output_budget())
         wanted = str(episode_id).strip()
         if len(wanted) > MAX_ID_CHARS:
             raise ToolError(f"{_echo(wanted)} is not an episode id (a number such as 42) or a raw output id "
@@ -235,7 +241,7 @@ class MemoryTools:
                     raise ToolError(f"Raw output {wanted}: raw expired (its {found.stdout_size:,} bytes were dropped "
                                     "to keep the data dir under its disk budget); the episode's compressed text "
                                     "remains.")
-                text = _raw_output_text(db, found, start_line, end_line, output_budget())
+                text = _raw_output_text(db, found, start_line, end_line, budget)
                 self._charge_back(db, wanted, text, reader="get_episode", start_line=start_line,
                                   end_line=end_line)
                 return text
@@ -248,7 +254,7 @@ class MemoryTools:
             raise ToolError(f"No episode {wanted} in this workspace.")
         if row["state"] == "retracted":
             raise ToolError(RETRACTED.format(what=f"Episode {wanted}"))
-        return _episode_text(row, start_line, end_line, output_budget())
+        return _episode_text(row, start_line, end_line, budget)
 
     def _charge_back(self, db: sqlite3.Connection, raw_id: str, text: str, *, reader: str,
                      start_line: int | None = None, end_line: int | None = None) -> None:
@@ -346,8 +352,9 @@ def _command_lines(row: Row, *, command_chars: int, with_wrapper: bool) -> list[
     if row["kind"] == "tool" and row["tool_name"] == "Bash":
         if row["original_command"]:
             lines.append(f"command: {_clip(row['original_command'], command_chars)}")
-        if with_wrapper and row["command"] and row["command"] != row["original_command"]:
-            lines.append(f"ran as: {_clip(row['command'], command_chars)}")
+        if with_wrapper and row.get("wrapper"):
+            lines.append("ran as: through codeoid-compress (the PreToolUse rewrite); `codeoid show --json` has "
+                         "the wrapper")
     elif row["kind"] == "tool" and row["input"]:
         lines.append(f"input: {one_line(row['input'], INPUT_PREVIEW_CHARS)}")
     if row["raw_output_id"]:
@@ -444,15 +451,20 @@ def _episode_text(row: Row, start_line: int | None, end_line: int | None, budget
     fields = [f"episode {row['id']} · {kind} · {row['state']} · {_time(row['created_at'])}"
               + (f" · turn {row['turn']}" if row["turn"] is not None else ""),
               f"session: {row['session_id']}",
-              *_command_lines(row, command_chars=EPISODE_COMMAND_CHARS, with_wrapper=True)]
+              # A first page (a recall-sized budget) keeps a long command to its head: the page is for the text.
+              *_command_lines(row, command_chars=EPISODE_COMMAND_CHARS if budget > 4 * EPISODE_COMMAND_CHARS
+                              else INPUT_PREVIEW_CHARS, with_wrapper=True)]
     if row["kind"] == "tool":
         status = "error" if row["is_error"] else "ok"
         fields.append(f"exit status: {row['exit_status']} ({status})" if row["exit_status"] is not None
                       else f"outcome: {status}")
     fields.append(f"summary: {row['summary']}")
+    if row.get("cut"):
+        fields.append(f"cut: {row['cut']}")
     head = "\n".join(fields)
     start = start_line or 1
-    page = page_lines(lines, start=start, end=end_line, budget=budget - byte_size(head) - EPISODE_FRAME_BYTES)
+    page = page_lines(lines, start=start, end=end_line,
+                      budget=max(budget - byte_size(head) - EPISODE_FRAME_BYTES, MIN_PAGE_BYTES))
     span = f"text: lines {start}-{page.last} of {page.total}" if page.total else "text: empty"
     return f"{head}\n{span} (~{estimate_tokens(row['text']):,} tokens whole)\n" + _page_body(
         page, row["id"], escaped_lines=0)

@@ -118,10 +118,13 @@ def test_the_early_floor_is_the_engines() -> None:
     assert (Thresholds().min_lines, Thresholds().min_bytes) == (post_tool_use.FLOOR_LINES, post_tool_use.FLOOR_BYTES)
 
 
-def test_just_under_the_cap_is_compressed(world: dict[str, Any]) -> None:
-    text = "\n".join(f"{number:09d}" for number in range(2999)) + "\n123456789"  # 29,999 characters
-    assert len(text) == post_tool_use.CAP_CHARS - 1
+def test_under_the_cap_is_compressed_and_one_short_of_it_is_not(world: dict[str, Any]) -> None:
+    """Claude Code drops a final newline: the first 30,000 characters of a longer output, ending in one, reach the
+    hook as 29,999. Without the file named (`persistedOutputPath`), that is as much a preview as 30,000."""
+    text = "\n".join(f"{number:09d}" for number in range(2999)) + "\n12345678"  # 29,998 characters
+    assert len(text) == post_tool_use.CAP_CHARS - 2
     assert plan(world, "seq 1 3000", text)[1] == post_tool_use.COMPRESSED
+    assert plan(world, "seq 1 3000", text + "9")[1] == post_tool_use.OVER_CAP
 
 
 def test_stderr_counts_toward_the_cap(world: dict[str, Any]) -> None:

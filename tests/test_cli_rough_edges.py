@@ -126,7 +126,7 @@ def test_show_prints_the_command_the_model_wrote_not_the_wrapper(memory: Memory)
     assert done.exit_code == 0
     assert "command: git status\n" in done.output and "--raw-id" not in done.output
     assert "compressed: yes" in done.output
-    assert json.loads(codeoid(memory, "show", str(episode), "--json").output)["command"] == wrapper
+    assert json.loads(codeoid(memory, "show", str(episode), "--json").output)["wrapper"] == wrapper
 
 
 def test_sessions_and_timeline_have_headers_plurals_and_name_the_workspace(memory: Memory, tmp_path: Path) -> None:

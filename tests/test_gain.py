@@ -23,6 +23,7 @@ from test_compress_cli import Output, seq_bytes, seq_rule_project, terminated_af
 from test_mcp_server import Memory, serve
 
 from codeoid import paths
+from codeoid.claude_window import window_size
 from codeoid.compressors.loader import load_rules
 from codeoid.compressors.relay import RawOutputSpec, Relay
 from codeoid.store import db
@@ -103,26 +104,33 @@ def test_gain_adds_up_real_compressed_runs_per_rule_per_session_and_in_total(
 
     rules = by_key(accounts["by_rule"])
     assert set(rules) == set(runs)
+    # Against the window Claude Code alone would have shown: the pytest run failed, so without codeoid the model
+    # would have read its first and last 5,000 characters, not its raw size.
+    exits = {"pytest": 1}
+    saved_of = {rule: window_size(raw_size[rule], exits.get(rule, 0)) - window_size(shown[rule], exits.get(rule, 0))
+                for rule in runs}
+    assert window_size(raw_size["pytest"], 1) < raw_size["pytest"]
     for rule in runs:
-        saved = raw_size[rule] - shown[rule]
+        saved = saved_of[rule]
         assert saved > 0
-        assert {field: rules[rule][field] for field in ("runs", "raw_bytes", "shown_bytes", "saved_bytes",
-                                                        "saved_tokens", "reads", "net_bytes")} == {
-            "runs": 1, "raw_bytes": raw_size[rule], "shown_bytes": shown[rule], "saved_bytes": saved,
-            "saved_tokens": tokens(saved), "reads": 0, "net_bytes": saved}
-    total_saved = sum(raw_size.values()) - sum(shown.values())
-    assert (accounts["total"]["runs"], accounts["total"]["saved_bytes"]) == (4, total_saved)
+        assert {field: rules[rule][field] for field in ("runs", "raw_bytes", "shown_bytes", "saved_chars",
+                                                        "raw_saved_bytes", "saved_tokens", "reads", "net_chars")} == {
+            "runs": 1, "raw_bytes": raw_size[rule], "shown_bytes": shown[rule], "saved_chars": saved,
+            "raw_saved_bytes": raw_size[rule] - shown[rule], "saved_tokens": tokens(saved), "reads": 0,
+            "net_chars": saved}
+    total_saved = sum(saved_of.values())
+    assert (accounts["total"]["runs"], accounts["total"]["saved_chars"]) == (4, total_saved)
     assert accounts["by_session"] == [{**accounts["total"], "key": "(by hand)"}]
-    assert [account["key"] for account in accounts["by_rule"]] == sorted(
-        runs, key=lambda rule: -(raw_size[rule] - shown[rule]))
+    assert [account["key"] for account in accounts["by_rule"]] == sorted(runs, key=lambda rule: -saved_of[rule])
 
     table = subprocess.run([executable("codeoid"), "gain"], capture_output=True, cwd=repo, text=True).stdout
     diff_row = next(line for line in table.splitlines() if line.startswith("git-diff "))
-    saved = raw_size["git-diff"] - shown["git-diff"]
-    assert diff_row.split() == ["git-diff", "1", f"{raw_size['git-diff']:,}", f"{shown['git-diff']:,}",
-                                f"{saved:,}", f"{100 * saved / raw_size['git-diff']:.1f}%", f"{tokens(saved):,}", "0",
-                                "0", "0", f"{saved:,}",
-                                f"{tokens(saved):,}"]
+    saved = saved_of["git-diff"]
+    alone = window_size(raw_size["git-diff"])
+    assert diff_row.split() == ["git-diff", "1", f"{alone:,}", f"{window_size(shown['git-diff']):,}",
+                                f"{saved:,}", f"{100 * saved / alone:.1f}%", f"{tokens(saved):,}", "0",
+                                "0", "0", f"{saved:,}", f"{tokens(saved):,}", f"{raw_size['git-diff']:,}",
+                                f"{shown['git-diff']:,}"]
 
 
 def test_a_pass_through_saves_nothing_and_codeoids_own_lines_count_against_it(tmp_path: Path,
@@ -144,8 +152,10 @@ def test_a_pass_through_saves_nothing_and_codeoids_own_lines_count_against_it(tm
     (account,) = accounts["by_rule"]
     assert account["key"] == "(passed through)"
     assert (account["runs"], account["raw_bytes"], account["shown_bytes"]) == (1, len(raw_grep), len(big.stdout))
-    assert account["saved_bytes"] == -sum(len(line) for line in codeoid_lines) < 0
-    assert accounts["total"]["saved_bytes"] == account["saved_bytes"]
+    assert account["raw_saved_bytes"] == -sum(len(line) for line in codeoid_lines) < 0
+    # Over Claude Code's cap either way: the model reads the same 2 KB preview with codeoid or without.
+    assert account["saved_chars"] == 0 and account["alone_chars"] == window_size(len(raw_grep)) < 2500
+    assert accounts["total"]["saved_chars"] == account["saved_chars"]
 
 
 @pytest.fixture
@@ -161,7 +171,7 @@ def test_a_run_cut_short_by_sigterm_counts_only_what_was_archived_and_printed(se
     archived = len(plain(executable("codeoid"), "show", "raw-toolu_term", "--raw", cwd=seq_project))
     assert account["key"] == "test-seq" and b"interrupted" in out.splitlines()[-1]
     assert (account["raw_bytes"], account["shown_bytes"]) == (archived, len(out))
-    assert account["saved_bytes"] == archived - len(out) > 0
+    assert account["saved_chars"] == window_size(archived) - len(out) > 0
 
 
 def test_a_run_whose_ledger_entry_cannot_be_written_claims_no_saving(seq_project: Path) -> None:
@@ -185,7 +195,7 @@ def test_a_run_whose_ledger_entry_cannot_be_written_claims_no_saving(seq_project
     assert out.startswith(b"1\n2\n3\n4\n5\n") and b"raw-locked" in out.splitlines()[-1]
     (account,) = gain("--all-workspaces", cwd=seq_project)["by_rule"]
     assert account["key"] == "(not recorded)"
-    assert (account["runs"], account["raw_bytes"], account["saved_bytes"]) == (1, len(data), 0)
+    assert (account["runs"], account["raw_bytes"], account["saved_chars"]) == (1, len(data), 0)
 
 
 @pytest.fixture
@@ -218,10 +228,10 @@ def test_reads_of_a_raw_output_through_mcp_are_charged_back_each_time_and_the_cl
     saved = raw_size - len(done.stdout)
     (session,) = accounts["by_session"]
     assert session["key"] == owner.session_id and accounts["by_rule"][0]["key"] == "git-diff"
-    assert {field: session[field] for field in ("runs", "raw_bytes", "shown_bytes", "saved_bytes", "reads",
-                                                "charged_bytes", "charged_tokens", "net_bytes", "net_tokens")} == {
-        "runs": 1, "raw_bytes": raw_size, "shown_bytes": len(done.stdout), "saved_bytes": saved, "reads": 3,
-        "charged_bytes": sum(read_bytes), "charged_tokens": sum(read_tokens), "net_bytes": saved - sum(read_bytes),
+    assert {field: session[field] for field in ("runs", "raw_bytes", "shown_bytes", "saved_chars", "reads",
+                                                "charged_bytes", "charged_tokens", "net_chars", "net_tokens")} == {
+        "runs": 1, "raw_bytes": raw_size, "shown_bytes": len(done.stdout), "saved_chars": saved, "reads": 3,
+        "charged_bytes": sum(read_bytes), "charged_tokens": sum(read_tokens), "net_chars": saved - sum(read_bytes),
         "net_tokens": tokens(saved) - sum(read_tokens)}
     unknown = subprocess.run([executable("codeoid"), "gain", "--session", "someone-else"], capture_output=True,
                              text=True, cwd=memory.project, timeout=60)
@@ -248,7 +258,7 @@ def test_a_recall_file_answered_from_a_raw_output_is_charged_back_too(memory: Me
     (account,) = accounts["by_rule"]
     assert (account["key"], account["reads"], account["charged_bytes"], account["charged_tokens"]) == (
         "long-logs", 1, len(found.text.encode()), tokens(len(found.text)))
-    assert account["net_bytes"] == account["saved_bytes"] - len(found.text.encode())
+    assert account["net_chars"] == account["saved_chars"] - len(found.text.encode())
 
 
 def test_paging_a_raw_output_by_lines_charges_exactly_what_each_page_returned(memory: Memory) -> None:
@@ -289,7 +299,7 @@ def test_paging_a_raw_output_by_lines_charges_exactly_what_each_page_returned(me
     (account,) = accounts["by_rule"]
     assert (account["reads"], account["charged_bytes"], account["charged_tokens"]) == (
         4, sum(len(read.text.encode()) for read in reads), sum(tokens(len(read.text)) for read in reads))
-    assert account["net_bytes"] == account["saved_bytes"] - sum(len(read.text.encode()) for read in reads)
+    assert account["net_chars"] == account["saved_chars"] - sum(len(read.text.encode()) for read in reads)
 
 
 def test_a_store_from_the_m004_schema_upgrades_and_its_old_outputs_claim_no_saving(seq_project: Path) -> None:
@@ -307,9 +317,9 @@ def test_a_store_from_the_m004_schema_upgrades_and_its_old_outputs_claim_no_savi
     accounts = gain("--all-workspaces", cwd=seq_project)
 
     rules = by_key(accounts["by_rule"])
-    assert (rules["(not recorded)"]["raw_bytes"], rules["(not recorded)"]["saved_bytes"]) == (10_000, 0)
-    assert rules["test-seq"]["saved_bytes"] == len(seq_bytes(3000)) - len(done.stdout) > 0
-    assert accounts["total"]["saved_bytes"] == rules["test-seq"]["saved_bytes"]
+    assert (rules["(not recorded)"]["raw_bytes"], rules["(not recorded)"]["saved_chars"]) == (10_000, 0)
+    assert rules["test-seq"]["saved_chars"] == len(seq_bytes(3000)) - len(done.stdout) > 0
+    assert accounts["total"]["saved_chars"] == rules["test-seq"]["saved_chars"]
     upgraded = db.connect()
     try:
         assert upgraded.execute("SELECT 1 FROM _migrations WHERE name = 'm005_savings_ledger'").fetchone()

@@ -36,7 +36,7 @@ def dated_runs(codeoid_home: Path) -> Path:
     db = store_db.connect()
     try:
         archive(db, "raw-old", raw_size=10_000, shown=1_000, when=local_noon(20))
-        archive(db, "raw-a", raw_size=40_000, shown=4_000, when=local_noon(2))
+        archive(db, "raw-a", raw_size=28_000, shown=4_000, when=local_noon(2))  # under Claude Code's cap
         archive(db, "raw-b", raw_size=8_000, shown=8_000, when=local_noon(2) + 60, rule="pytest")
         archive(db, "raw-today", raw_size=4_000, shown=3_000, when=local_noon(0))
     finally:
@@ -54,15 +54,15 @@ def test_daily_json_sums_each_local_day_with_its_percent(dated_runs: Path) -> No
     assert done.returncode == 0, done.stderr
     days = json.loads(done.stdout)["by_day"]
     assert [day["key"] for day in days] == [str(datetime.date.fromtimestamp(local_noon(n))) for n in (20, 2, 0)]
-    assert [(day["runs"], day["raw_bytes"], day["saved_bytes"]) for day in days] == [
-        (1, 10_000, 9_000), (2, 48_000, 36_000), (1, 4_000, 1_000)]
-    assert [day["saved_percent"] for day in days] == [90.0, 75.0, 25.0]
+    assert [(day["runs"], day["raw_bytes"], day["saved_chars"]) for day in days] == [
+        (1, 10_000, 9_000), (2, 36_000, 24_000), (1, 4_000, 1_000)]
+    assert [day["saved_percent"] for day in days] == [90.0, 66.7, 25.0]
 
 
 def test_since_leaves_out_older_runs_by_age_or_by_date(dated_runs: Path) -> None:
     for since in ("7d", "1w", str(datetime.date.today() - datetime.timedelta(days=7))):
         total = json.loads(gain("--since", since, "--json").stdout)["total"]
-        assert (total["runs"], total["saved_bytes"]) == (3, 37_000), since
+        assert (total["runs"], total["saved_chars"]) == (3, 25_000), since
     refused = gain("--since", "last tuesday")
     assert refused.returncode == 2 and "neither a date" in refused.stderr
 
@@ -82,7 +82,7 @@ def test_daily_table_has_a_percent_column_and_a_bar_per_day(dated_runs: Path) ->
     rows = [line for line in lines if line[:4].isdigit()]
     assert len(rows) == 3
     bars = [row.count("\u2588") for row in rows]
-    assert bars[1] == ledger_bar_width() and 0 < bars[0] < bars[1] and "75.0%" in rows[1]
+    assert bars[1] == ledger_bar_width() and 0 < bars[0] < bars[1] and "66.7%" in rows[1]
 
 
 def ledger_bar_width() -> int:
@@ -94,11 +94,11 @@ def ledger_bar_width() -> int:
 def test_csv_has_one_row_per_day_and_every_column(dated_runs: Path) -> None:
     rows = list(csv.DictReader(io.StringIO(gain("--daily", "--csv").stdout)))
     assert [row["group"] for row in rows] == ["day"] * 3
-    assert [int(row["saved_bytes"]) for row in rows] == [9_000, 36_000, 1_000]
+    assert [int(row["saved_chars"]) for row in rows] == [9_000, 24_000, 1_000]
     overall = list(csv.DictReader(io.StringIO(gain("--csv").stdout)))
     assert {row["group"] for row in overall} == {"rule", "session", "total"}
     assert next(row for row in overall if row["group"] == "total")["saved_percent"] == str(round(
-        100 * 46_000 / 62_000, 1))
+        100 * 34_000 / 50_000, 1))
 
 
 def test_gain_with_nothing_in_range_says_so(dated_runs: Path) -> None:

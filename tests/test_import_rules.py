@@ -18,6 +18,7 @@ SOURCE_DIRS = {"codeoid": "codeoid", "hooks": "codeoid.hooks", "mcp_server": "co
                "compressors": "codeoid.compressors"}
 
 SHARED = ("codeoid.paths", "codeoid.log", "codeoid.pages", "codeoid.records", "codeoid.text", "codeoid.workspace",
+          "codeoid.claude_window",
           "codeoid.exclusions", "codeoid.memory_tools", "codeoid.detached")
 ENTRY_POINTS = ("codeoid.cli", "codeoid.hooks", "codeoid.mcp_server", "codeoid.compressors.runner")
 SEARCH_STACK = ("codeoid.memory.retrieval", "codeoid.memory.ranking", "codeoid.memory.chunking",

@@ -1,8 +1,9 @@
 """The PreToolUse Bash rewrite: the wrapper means what the command means, and it never widens permissions.
 
 Wrapped and unwrapped commands run the way Claude Code 2.1.332 runs them (`eval '<cmd>' < /dev/null && pwd -P >|
-<cwd file>` under `bash -c`), through the real `codeoid-compress`, and must agree on stdout, stderr, exit status
-and the working directory the next call starts in.
+<cwd file>` under `bash -c`, stdout and stderr into one output file), through the real `codeoid-compress`, and
+must agree on that merged output (what Claude Code shows), the exit status and the working directory the next
+call starts in.
 """
 
 from __future__ import annotations
@@ -35,8 +36,7 @@ tail = 3
 
 class Outcome(NamedTuple):
     exit_status: int
-    stdout: bytes
-    stderr: bytes
+    output: bytes  # stdout and stderr in one file, as Claude Code reads them
     cwd_after: str | None  # where Claude Code's next call starts; None when the command ended the shell
 
 
@@ -44,10 +44,12 @@ def run_like_claude_code(command: str, cwd: Path, env: dict[str, str] | None = N
     cwd_file = cwd.parent / "cwd-after"
     cwd_file.unlink(missing_ok=True)
     script = f"eval {shlex.quote(command)} < /dev/null && pwd -P >| {shlex.quote(str(cwd_file))}"
-    completed = subprocess.run(["/bin/bash", "-c", script], capture_output=True, cwd=cwd, timeout=60,
-                               env={**os.environ, **(env or {})})
+    output_file = cwd.parent / "output"
+    with output_file.open("wb") as output:
+        completed = subprocess.run(["/bin/bash", "-c", script], stdout=output, stderr=output, cwd=cwd, timeout=60,
+                                   env={**os.environ, **(env or {})})
     after = cwd_file.read_text().strip() if cwd_file.exists() else None
-    return Outcome(completed.returncode, completed.stdout, completed.stderr, after)
+    return Outcome(completed.returncode, output_file.read_bytes(), after)
 
 
 @pytest.fixture
@@ -93,10 +95,106 @@ def test_wrapper_means_what_the_command_means(workdir: Path, command: str) -> No
     plain = run_like_claude_code(command, workdir)
     through = run_like_claude_code(wrapped(command, workdir), workdir)
 
-    assert (through.exit_status, through.stderr, through.cwd_after) == (plain.exit_status, plain.stderr,
-                                                                        plain.cwd_after)
-    if plain.stdout.count(b"\n") < 40:
-        assert through.stdout == plain.stdout
+    assert (through.exit_status, through.cwd_after) == (plain.exit_status, plain.cwd_after)
+    if plain.output.count(b"\n") < 40:
+        assert through.output == plain.output
+
+
+# Commands whose merged output, line numbers, descriptors or status a careless rewrite would change; each is
+# either wrapped and shows exactly what a plain run shows, or the hook steps aside (stepping aside is always safe).
+HOSTILE = {
+    "stderr between stdout lines": ("echo out1; ls missing; echo out2", True),
+    "builtins alternating streams": ("echo o1; echo e1 1>&2; echo o2; echo e2 >&2; echo o3", True),
+    "a program alternating streams": (
+        "printf 'a\\n'; python3 -c 'import sys; print(1, flush=True); print(2, file=sys.stderr, flush=True); "
+        "print(3)'; printf 'b\\n' 1>&2", True),
+    "partial line, then stderr": ("printf partial; echo err 1>&2; printf '%s\\n' end", True),
+    "set -e": ("set -e; echo a; false; echo b", True),
+    "set -u stops the shell": ("set -u; echo a; echo $undefined_variable; echo b", True),
+    "exit code with both streams": ("echo out; echo err 1>&2; exit 3", True),
+    "command not found": ("echo a; no_such_command_xyz; echo status $?", True),
+    "LINENO": ("echo $LINENO\necho $LINENO\n\necho $LINENO", True),
+    "bash's line N": ("echo a\nls /no/such/path\nno_such_command_xyz\necho b", True),
+    "LINENO in a function": ("f() {\n  echo in f at $LINENO\n}\nf\necho $LINENO", True),
+    "a runtime syntax error": ("echo a; x=$(( 1 / 0 )); echo b", True),
+    "a syntax error": ("echo a\nif then fi\necho b", False),
+    "heredoc with expansions": ("x=2; cat <<EOF\nline $x $LINENO\nEOF\necho after $LINENO", True),
+    "heredoc last": ("cat <<'EOF'\n$HOME }\nEOF", True),
+    "trailing comment": ("echo hi # } done", True),
+    "a backslash at the very end": ("echo a \\", False),
+    "stdout onto stderr": ("seq 1 3 >&2; echo after", True),
+    "subshell exit": ("(echo in; exit 4); echo status $?", True),
+    "stdin is /dev/null": ("cat; echo done", True),
+    "$_ and $?": ("echo $_ $?", True),
+    "descriptors the command sees": ("ls -l /proc/self/fd", True),
+    "trap": ("trap 'echo bye' EXIT; echo hi", False),
+    "background job": ("sleep 0.1 & echo started", False),
+    "exec 3>": ("exec 3>/dev/null; echo x 1>&3; echo y", False),
+}
+
+
+def _comparable(output: bytes) -> bytes:
+    """`ls -l /proc/self/fd` lines as descriptor numbers only: the targets (a pipe instead of the output file)
+    and times are the only things the rewrite may change there."""
+    import re
+
+    return re.sub(rb"(?m)^l\S+ .*? (\d+) -> .*$", rb"fd \1", output)
+
+
+@pytest.mark.parametrize(("command", "wraps"), HOSTILE.values(), ids=HOSTILE.keys())
+def test_the_rewrite_shows_what_a_plain_run_shows(hook_world: dict[str, Any], command: str, wraps: bool) -> None:
+    answer = pre_tool_use(hook_world, command)
+    assert (answer is not None) is wraps
+    if answer is None:
+        return
+    text = answer["hookSpecificOutput"]["updatedInput"]["command"]
+    plain = run_like_claude_code(command, hook_world["project"])
+    through = run_like_claude_code(text, hook_world["project"])
+
+    assert through._replace(output=_comparable(through.output)) == plain._replace(output=_comparable(plain.output))
+    assert plain.output  # every command here prints something
+
+
+def test_a_long_output_keeps_its_error_lines_where_they_were(workdir: Path) -> None:
+    """stderr goes through the rule with stdout: the merged lines are cut as one output, an error line never."""
+    command = "seq 1 500; ls /no/such/dir; seq 501 1000; echo done 1>&2"
+    plain = run_like_claude_code(command, workdir)
+    through = run_like_claude_code(wrapped(command, workdir, tool_use_id="toolu_merged"), workdir)
+
+    lines = through.output.decode().splitlines()
+    error = next(index for index, line in enumerate(lines) if line.startswith("ls: cannot access"))
+    assert lines[:5] == ["1", "2", "3", "4", "5"] and "done" in lines[error + 1:]
+    assert any(line.startswith("[codeoid] ") and "cut" in line for line in lines[:error])
+    assert len(lines) < 30 and through.exit_status == plain.exit_status == 0
+    shown = subprocess.run([executable("codeoid"), "show", "raw-toolu_merged", "--raw"], capture_output=True,
+                           check=True)
+    assert shown.stdout == plain.output  # the archive holds the merged bytes in order
+
+
+FIXTURES = Path(__file__).parent / "fixtures" / "compress"
+
+
+def test_a_report_printed_on_stderr_is_compressed_by_its_rule(hook_world: dict[str, Any], tmp_path: Path) -> None:
+    """jest prints its whole report on stderr: it goes through the jest rule like a report on stdout would."""
+    report = (FIXTURES / "jest_verbose.out").read_bytes()
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "jest").write_text(f"#!/bin/sh\ncat {shlex.quote(str(FIXTURES / 'jest_verbose.out'))} >&2\nexit 1\n")
+    (bin_dir / "jest").chmod(0o755)
+    env = {"PATH": f"{bin_dir}:{os.environ['PATH']}"}
+    answer = pre_tool_use(hook_world, "jest --ci")
+    assert answer is not None
+    plain = run_like_claude_code("jest --ci", hook_world["project"], env)
+    through = run_like_claude_code(answer["hookSpecificOutput"]["updatedInput"]["command"], hook_world["project"],
+                                   env)
+
+    assert plain.output == report and through.exit_status == plain.exit_status == 1
+    assert len(through.output) < len(report) / 2
+    lines = through.output.decode().splitlines()
+    assert lines[-1].startswith("[codeoid] rule jest: ") and "raw-toolu_hook" in lines[-1]
+    for line in report.decode().splitlines():
+        if line.lstrip().startswith(("✕", "FAIL", "Tests:", "Test Suites:")):
+            assert line in lines, line  # every failing test and the summary, from stderr
 
 
 def test_long_output_is_compressed_and_archived_byte_exact_even_when_the_command_exits(
@@ -106,13 +204,13 @@ def test_long_output_is_compressed_and_archived_byte_exact_even_when_the_command
     through = run_like_claude_code(wrapped(command, workdir, tool_use_id="toolu_exit"), workdir)
 
     assert through.exit_status == plain.exit_status == 7
-    lines = through.stdout.decode().splitlines()
+    lines = through.output.decode().splitlines()
     assert lines[:5] == ["1", "2", "3", "4", "5"] and lines[-4:-1] == ["2998", "2999", "3000"]
     assert lines[-1].startswith("[codeoid] rule test-seq: 2,992 of 3,000 lines removed")
     assert "raw-toolu_exit" in lines[-1]
     shown = subprocess.run([executable("codeoid"), "show", "raw-toolu_exit", "--raw"], capture_output=True,
                            check=True)
-    assert shown.stdout == plain.stdout
+    assert shown.stdout == plain.output
 
 
 def test_a_missing_compressor_leaves_stdout_unchanged(workdir: Path) -> None:
@@ -130,13 +228,14 @@ def test_user_aliases_cannot_change_the_wrapper(workdir: Path, tmp_path: Path) -
     command = "seq 1 2"
     script = f"source {shlex.quote(str(snapshot))}\n{wrapped(command, workdir)}"
 
-    assert run_like_claude_code(script, workdir).stdout == b"1\n2\n"
+    assert run_like_claude_code(script, workdir).output == b"1\n2\n"
 
 
 # -- the wrapper text -----------------------------------------------------------------------------------------
 
 
-TRICKY = ["echo hi", "echo 'it'\"'\"'s'", "cat <<'EOF'\n}; __codeoid_finish\nEOF", "echo $'\\n' `x` \"$(y)\"",
+TRICKY = ["echo hi", "a\\nb\n'c' \\\\ $'d\\n'\n",
+          "echo 'it'\"'\"'s'", "cat <<'EOF'\n}; __codeoid_finish\nEOF", "echo $'\\n' `x` \"$(y)\"",
           "a=1\n\n  b=2 ", "printf '%s' \"--command 'x'\""]
 
 
@@ -151,7 +250,8 @@ def test_unwrap_returns_exactly_what_was_wrapped(command: str) -> None:
 def test_unwrap_refuses_anything_but_an_exact_wrapper() -> None:
     text = bash_wrapper.wrap("echo hi", tool_use_id="toolu_01", compressor="/c", project_dir="/p")
 
-    assert bash_wrapper.unwrap(text.replace("{ echo hi", "{ echo HI")) is None
+    assert bash_wrapper.unwrap(text.replace("; echo hi", "; echo HI")) is None
+    assert bash_wrapper.unwrap(text.replace("'echo hi'", "$'echo hi'")) is None
     assert bash_wrapper.unwrap(text + "\nrm -rf x") is None
     assert bash_wrapper.unwrap("echo __codeoid_finish") is None
     assert bash_wrapper.unwrap("echo hi") is None
@@ -161,12 +261,11 @@ def test_wrapper_text_for_echo_hi() -> None:
     text = bash_wrapper.wrap("echo hi", tool_use_id="X", compressor="/venv/bin/codeoid-compress", project_dir="/p")
 
     assert text == (
-        '__codeoid_finish() { __codeoid_status=$?; \\builtin trap - EXIT; '
-        '\\exec >&"$__codeoid_stdout" {__codeoid_stdout}>&-; \\builtin wait "$__codeoid_filter" 2>/dev/null; '
-        '\\builtin return "$__codeoid_status"; }; '
-        "\\exec {__codeoid_stdout}>&1 > >(/venv/bin/codeoid-compress --tool-use-id X --project-dir /p "
-        "--command 'echo hi' 2>/dev/null || \\command cat); __codeoid_filter=$!; "
-        "\\builtin trap __codeoid_finish EXIT; { echo hi\n}; __codeoid_finish"
+        "__codeoid_last=$_; \\exec > >(/venv/bin/codeoid-compress --tool-use-id X --project-dir /p "
+        "--command 'echo hi' 2>/dev/null || \\command cat) 2>&1; __codeoid_filter=$!; "
+        "\\builtin trap '__codeoid_status=$?; \\builtin trap - EXIT; \\exec >/dev/null 2>&1; "
+        "\\builtin wait \"$__codeoid_filter\"; \\builtin exit \"$__codeoid_status\"' EXIT; "
+        "\\builtin : \"$__codeoid_last\"; echo hi"
     )
 
 
@@ -524,7 +623,7 @@ PASS_THROUGH = {
     "background run": ("seq 1 100", {"run_in_background": True}),
     "backgrounded inside": ("seq 1 100 &", {}),
     "stdout to a file": ("seq 1 100 > out.txt", {}),
-    "stdout to stderr": ("seq 1 100 >&2", {}),
+    "stdout and stderr to a file": ("seq 1 100 &> out.txt", {}),
     "already wrapped": ("codeoid-compress -- seq 1 100", {}),
     "no rule for it": ("uname -a", {}),
     "does not parse": ("seq 1 100 'unterminated", {}),
@@ -538,7 +637,6 @@ PASS_THROUGH = {
     "follows a file": ("tail -f log | cat", {}),
     "watch flag": ("cat --watch", {}),
     "editor": ("vim x; ls", {}),
-    "line continuation at the end": ("seq 1 100 \\", {}),
     "function named like a wrapper word": ("cat() { :; }; seq 1 100", {}),
 }
 

@@ -39,12 +39,30 @@ sys.path.insert(0, str(HERE.parent.parent / "tests"))
 import evaluate  # noqa: E402
 
 PEOPLE = HERE / "people"
+CODING = HERE / "coding"
 DEPTH = 10
 _EPISODE = re.compile(r"^=== episode (\d+)", re.MULTILINE)
+SETS = {"people": PEOPLE, "coding": CODING}
+
+
+def _questions(name: str) -> list[dict[str, Any]]:
+    questions = evaluate.load_questions(SETS[name] / "questions.jsonl")
+    for q in questions:  # the coding set: every question is one group (one project), any answer counts
+        q.setdefault("group", 0)
+        q.setdefault("all", False)
+        q.setdefault("type", q.get("class", ""))
+    return questions
+
+
+def _project(home: Path, group: int, name: str) -> Path:
+    return home / (f"person-{group}" if name == "people" else "sqlparse")
 
 
 def prepare(args: argparse.Namespace) -> None:
     """Fill a fresh data dir through the capture API (each turn at its real time) and index it."""
+    if args.set == "coding":
+        prepare_coding(args)
+        return
     from test_mcp_server import Memory, git_project
 
     from codeoid.memory import chroma_server
@@ -73,6 +91,58 @@ def prepare(args: argparse.Namespace) -> None:
         chroma_server.stop_server()
 
 
+def prepare_coding(args: argparse.Namespace) -> None:
+    """The coding history (`coding/make_corpus.py`): each session opened by the capture API at its time (days
+    before today's UTC midnight, so "yesterday" means yesterday), every prompt, answer and tool call as the hooks
+    store them (a failing Bash run as Claude Code reports it: the error text with its exit code)."""
+    from test_mcp_server import Memory, git_project
+
+    from codeoid.memory import chroma_server
+
+    evaluate.fresh_environment(args.home / "data")
+    episodes = evaluate.load_corpus(CODING / "corpus.jsonl.gz")
+    project = git_project(args.home / "sqlparse")
+    midnight = time.time() // 86400 * 86400
+    memory = Memory(args.home / "data", project)
+    try:
+        owners: dict[str, Any] = {}
+        ids: dict[str, int] = {}
+        for episode in sorted(episodes, key=lambda e: (-e["days_ago"], e["hour"], e["seconds"])):
+            at = midnight - episode["days_ago"] * 86400 + episode["hour"] * 3600 + episode["seconds"]
+            if episode["session"] not in owners:
+                memory.clock = at - 1
+                owners[episode["session"]] = memory.backing(f"coding-{episode['session']}")
+            memory.clock = max(memory.clock, at)
+            owner = owners[episode["session"]]
+            if episode["kind"] == "user":
+                ids[episode["key"]] = memory.user(owner, episode["text"])
+            elif episode["kind"] == "assistant":
+                ids[episode["key"]] = memory.assistant(owner, episode["text"])
+            else:
+                ids[episode["key"]] = memory.tool(owner, episode["tool"], episode["input"], episode.get("response"),
+                                                  error=episode.get("error"))
+        print(f"stored {len(ids)} episodes", flush=True)
+        (args.home / "ids.json").write_text(json.dumps(ids))
+        evaluate.index_store(memory.db)
+    finally:
+        memory.db.close()
+        chroma_server.stop_server()
+
+
+def _blocks(text: str) -> list[tuple[int, str]]:
+    """Each hit of a recall answer: its episode id and its whole block (header, lines)."""
+    starts = [(m.start(), int(m[1])) for m in _EPISODE.finditer(text)]
+    return [(episode_id, text[at:starts[n + 1][0] if n + 1 < len(starts) else len(text)])
+            for n, (at, episode_id) in enumerate(starts)]
+
+
+def _shows(block: str, evidence: str | list[str] | None) -> bool:
+    if not evidence:
+        return True
+    wanted = [evidence] if isinstance(evidence, str) else evidence
+    return any(item.lower() in block.lower() for item in wanted)
+
+
 def ask(args: argparse.Namespace) -> None:
     """Every question through `codeoid-mcp` once per configuration; the top ten keys and each call's wall time."""
     import anyio
@@ -83,14 +153,14 @@ def ask(args: argparse.Namespace) -> None:
     from codeoid.service import lifecycle
 
     keys = {episode_id: key for key, episode_id in json.loads((args.home / "ids.json").read_text()).items()}
-    questions = evaluate.load_questions(PEOPLE / "questions.jsonl")
+    questions = _questions(args.set)
     if args.split:
         questions = [q for q in questions if q["split"] == args.split]
     runs = json.loads(args.out.read_text()) if args.out.exists() else {}
     os.environ["CODEOID_HOME"] = str(args.home / "data")
 
     async def one_person(group: int, env: dict[str, str], asked: list[dict[str, Any]]) -> dict[str, Any]:
-        params = StdioServerParameters(command=SERVER, cwd=str(args.home / f"person-{group}"),
+        params = StdioServerParameters(command=SERVER, cwd=str(_project(args.home, group, args.set)),
                                        env={"CODEOID_HOME": str(args.home / "data"), "PATH": os.environ["PATH"],
                                             "CODEOID_GC_INTERVAL_SECONDS": "0", **env})
         found = {}
@@ -104,7 +174,10 @@ def ask(args: argparse.Namespace) -> None:
                 assert not answer.is_error, text
                 if "BM25 only" in text and env.get("CODEOID_VECTOR") != "off":
                     raise SystemExit(f"recall fell back to BM25 alone: {text[:300]}")
-                found[q["id"]] = {"top": [keys.get(int(i), i) for i in _EPISODE.findall(text)],
+                blocks = _blocks(text)
+                found[q["id"]] = {"top": [keys.get(i, str(i)) for i, _ in blocks],
+                                  "shown": [keys.get(i, str(i)) if _shows(block, q.get("evidence")) else "-"
+                                            for i, block in blocks],
                                   "seconds": seconds, "chars": len(text)}
         return found
 
@@ -119,8 +192,8 @@ def ask(args: argparse.Namespace) -> None:
             runs[name] = {"env": env, "answers": {**runs.get(name, {}).get("answers", {}), **found},
                           "load": os.getloadavg()}
             args.out.write_text(json.dumps(runs))
-            summary = evidence_recall(questions, found)
-            print(f"{name}: R@10 {summary['R@10']:.3f} MRR {summary['MRR']:.3f} "
+            summary = evidence_recall(questions, found, args.field)
+            print(f"{name}: R@5 {summary['R@5']:.3f} R@10 {summary['R@10']:.3f} MRR {summary['MRR']:.3f} "
                   f"({time.perf_counter() - started:.0f} s, load {os.getloadavg()[0]:.1f})", flush=True)
     finally:
         lifecycle.stop_service()
@@ -141,8 +214,9 @@ def per_question(question: dict[str, Any], top: Sequence[str]) -> dict[str, floa
     return out
 
 
-def evidence_recall(questions: Sequence[dict[str, Any]], answers: dict[str, Any]) -> dict[str, float]:
-    rows = [per_question(q, answers[q["id"]]["top"]) for q in questions]
+def evidence_recall(questions: Sequence[dict[str, Any]], answers: dict[str, Any], field: str = "top"
+                    ) -> dict[str, float]:
+    rows = [per_question(q, answers[q["id"]].get(field, answers[q["id"]]["top"])) for q in questions]
     return {metric: statistics.fmean(row[metric] for row in rows) for metric in rows[0]}
 
 
@@ -157,7 +231,8 @@ def interval(values: Sequence[float], *, resamples: int = evaluate.RESAMPLES, se
 
 def report(args: argparse.Namespace) -> None:
     runs = json.loads(args.runs.read_text())
-    questions = evaluate.load_questions(PEOPLE / "questions.jsonl")
+    questions = _questions(args.set)
+    by = "R@5" if args.set == "coding" else "R@10"  # what the per-class breakdown counts
     out: dict[str, Any] = {}
     for half in ("tune", "heldout"):
         members = [q for q in questions if q["split"] == half]
@@ -168,7 +243,8 @@ def report(args: argparse.Namespace) -> None:
         for name, run in runs.items():
             if not all(q["id"] in run["answers"] for q in members):
                 continue
-            rows = [per_question(q, run["answers"][q["id"]]["top"]) for q in members]
+            rows = [per_question(q, run["answers"][q["id"]].get(args.field, run["answers"][q["id"]]["top"]))
+                    for q in members]
             rows_of[name] = rows
             cells = {m: interval([row[m] for row in rows]) for m in ("R@1", "R@5", "R@10", "MRR")}
             seconds = sorted(run["answers"][q["id"]]["seconds"] for q in members)
@@ -177,23 +253,23 @@ def report(args: argparse.Namespace) -> None:
                                               "load": run.get("load")}
             print(f"| {name} | " + " | ".join(f"{c['value']:.3f} [{c['low']:.2f}, {c['high']:.2f}]"
                                                for c in cells.values()) + f" | {p50 * 1000:.0f} / {p95 * 1000:.0f} |")
-            for kind in ("type", "style"):
+            for kind in ("type", "style"):  # the coding set's type is its class
                 groups: dict[str, list[float]] = {}
                 for q, row in zip(members, rows, strict=True):
-                    groups.setdefault(q[kind], []).append(row["R@10"])
-                out[half][name][f"R@10 by {kind}"] = {g: [statistics.fmean(v), len(v)] for g, v in groups.items()}
+                    groups.setdefault(q[kind], []).append(row[by])
+                out[half][name][f"{by} by {kind}"] = {g: [statistics.fmean(v), len(v)] for g, v in groups.items()}
         for better, worse in args.pairs:
             if better in rows_of and worse in rows_of:
                 diff = {m: interval([a[m] - b[m] for a, b in zip(rows_of[better], rows_of[worse], strict=True)])
-                        for m in ("R@10", "MRR")}
+                        for m in ("R@5", "MRR")}
                 out[half][f"{better} minus {worse}"] = diff
                 print(f"{better} minus {worse} (paired): " + ", ".join(
                     f"{m} {d['value']:+.3f} [{d['low']:+.3f}, {d['high']:+.3f}]" for m, d in diff.items()))
         for name in rows_of:
-            print(f"{name} R@10 by type: " + ", ".join(f"{g} {v:.2f} (n={n})" for g, (v, n) in
-                                                      out[half][name]["R@10 by type"].items())
+            print(f"{name} {by} by type: " + ", ".join(f"{g} {v:.2f} (n={n})" for g, (v, n) in
+                                                      out[half][name][f"{by} by type"].items())
                   + "; by style: " + ", ".join(f"{g} {v:.2f} (n={n})" for g, (v, n) in
-                                              out[half][name]["R@10 by style"].items()))
+                                              out[half][name][f"{by} by style"].items()))
     if args.json:
         args.json.write_text(json.dumps(out, indent=1) + "\n")
 
@@ -203,14 +279,21 @@ def main() -> None:
     commands = parser.add_subparsers(dest="command", required=True)
     prepare_cmd = commands.add_parser("prepare", help="fill and index a data dir")
     prepare_cmd.add_argument("--home", type=Path, required=True)
+    prepare_cmd.add_argument("--set", choices=sorted(SETS), default="people")
     ask_cmd = commands.add_parser("ask", help="ask every question through codeoid-mcp per configuration")
     ask_cmd.add_argument("--home", type=Path, required=True)
     ask_cmd.add_argument("--out", type=Path, required=True)
     ask_cmd.add_argument("--split", choices=("tune", "heldout"))
+    ask_cmd.add_argument("--set", choices=sorted(SETS), default="people")
+    ask_cmd.add_argument("--field", choices=("top", "shown"), default="top",
+                         help="shown: a hit counts only when its text holds the question's evidence")
     ask_cmd.add_argument("configs", nargs="+", help="name:VAR=value,VAR=value (name: alone is the defaults)")
     report_cmd = commands.add_parser("report", help="tables with intervals, both halves")
     report_cmd.add_argument("runs", type=Path)
     report_cmd.add_argument("--json", type=Path)
+    report_cmd.add_argument("--set", choices=sorted(SETS), default="people")
+    report_cmd.add_argument("--field", choices=("top", "shown"), default="top",
+                            help="shown: a hit counts only when its text holds the question's evidence")
     report_cmd.add_argument("--pair", dest="pairs", nargs=2, action="append", default=[["fused", "bm25"]],
                             metavar=("BETTER", "WORSE"))
     args = parser.parse_args()

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sqlite3
 import time
 from collections.abc import Callable
 
 from codeoid import memory_tools
-from codeoid.capture import prompt_kinds, transcript
+from codeoid.capture import persisted, prompt_kinds, transcript
 from codeoid.capture.spool import SpooledEvent
 from codeoid.memory import workspace_index
 from codeoid.rotation import handoff, notice, rundir, seed
@@ -201,8 +202,10 @@ def post_tool_use(db: sqlite3.Connection, event: SpooledEvent) -> str | None:
     tool_input = _dict(payload, "tool_input")
     original = unwrapped_bash(tool_input, tool_use_id) if tool_name == "Bash" else None
     response = None if failed else payload.get("tool_response")
-    replaced = _store_replacement(db, owner, event) if original is None and not failed else None
-    if replaced is not None:
+    facts = payload.get(persisted.FACTS_KEY)
+    facts = facts if isinstance(facts, dict) and not failed else None
+    replaced = _store_replacement(db, owner, event, facts) if original is None and not failed else None
+    if replaced is not None and replaced[1] is not None:
         response = {**response, "stdout": replaced[1]} if isinstance(response, dict) else response
     capture.add_tool_call(
         db, owner,
@@ -215,19 +218,44 @@ def post_tool_use(db: sqlite3.Connection, event: SpooledEvent) -> str | None:
         now=event.received_at,
         original_command=original[0] if original else None,
         raw_output_id=original[1] if original else replaced[0] if replaced else None,
+        cut=_cut_note(facts, error if original is None else None),
     )
-    if replaced is None or not isinstance(response, dict):
+    if replaced is None or replaced[1] is None or not isinstance(response, dict):
         return None
-    return json.dumps({"hookSpecificOutput": {"hookEventName": "PostToolUse", "updatedToolOutput": response}})
+    # A replacement still carrying the persisted keys is ignored by Claude Code (protocol notes 9b).
+    answer = persisted.without_persisted_keys(response)
+    return json.dumps({"hookSpecificOutput": {"hookEventName": "PostToolUse", "updatedToolOutput": answer}})
 
 
-def _store_replacement(db: sqlite3.Connection, owner: Owner, event: SpooledEvent) -> tuple[str, str] | None:
+# Claude Code's cut of a failed command's output: its first 30,000 characters, cut to the first and last 5,000
+# around this marker (protocol notes 9b).
+_TRUNCATED = re.compile(r"\.\.\. \[(\d+) characters truncated\] \.\.\.")
+
+
+def _cut_note(facts: dict[str, Any] | None, error: str | None) -> str | None:
+    """Where the stored text is not the call's whole result, a sentence saying so (None: it is whole)."""
+    if facts is not None and facts.get("cut"):
+        return str(facts["cut"])
+    found = _TRUNCATED.search(error) if error else None
+    if found is None:
+        return None
+    return (f"Claude Code handed over only its cut text of this failed command ({int(found.group(1)):,} characters "
+            "truncated in the middle, and nothing past the first 30,000): the rest of the output was never stored")
+
+
+def _store_replacement(db: sqlite3.Connection, owner: Owner, event: SpooledEvent,
+                       facts: dict[str, Any] | None) -> tuple[str, str | None] | None:
     """Archive the output the hook compressed (`SpooledEvent.replacement`) as the call's raw output, with what
     the model is shown for the savings ledger: (raw output id, shown text), or None to replace nothing. Only a
     live event, seen for the first time, is answered; the answer goes out after this transaction commits, so
-    the raw text is stored before the model reads anything derived from it."""
+    the raw text is stored before the model reads anything derived from it.
+
+    A result Claude Code saved to a file, read back by the hook (`codeoid.capture.persisted`), is archived too when
+    nothing replaces it: (raw output id, None), its bytes verbatim, so `codeoid show --raw` and get_episode give
+    the whole of it."""
     replacement, tool_use_id = event.replacement, _str(event.payload, "tool_use_id")
-    if replacement is None or tool_use_id is None or not _live(event):
+    whole = _persisted_bytes(event.payload) if facts is not None and facts.get("whole") else None
+    if tool_use_id is None or (whole is None and (replacement is None or not _live(event))):
         return None
     from codeoid.store.raw import insert_raw_output, raw_output_id_for
 
@@ -237,11 +265,23 @@ def _store_replacement(db: sqlite3.Connection, owner: Owner, event: SpooledEvent
     if known is not None:
         return None  # delivered twice: the first delivery answered, this one stores nothing new
     command = _dict(event.payload, "tool_input").get("command")
-    insert_raw_output(db, raw_id, command=command if isinstance(command, str) else "", stdout=replacement.raw,
+    answering = replacement is not None and _live(event)
+    stdout = replacement.raw if answering and replacement is not None else whole
+    assert stdout is not None
+    insert_raw_output(db, raw_id, command=command if isinstance(command, str) else "", stdout=stdout,
                       cwd=_str(event.payload, "cwd"), tool_use_id=tool_use_id, session_id=owner.session_id,
-                      workspace_id=owner.workspace_id, exit_status=0, rule=replacement.rule,
-                      shown_size=len(replacement.shown.encode("utf-8", "surrogatepass")))
-    return raw_id, replacement.shown
+                      workspace_id=owner.workspace_id, exit_status=0,
+                      rule=replacement.rule if answering and replacement is not None else None,
+                      shown_size=len(replacement.shown.encode("utf-8", "surrogatepass"))
+                      if answering and replacement is not None else None)
+    return raw_id, replacement.shown if answering and replacement is not None else None
+
+
+def _persisted_bytes(payload: dict[str, Any]) -> bytes | None:
+    """The text `persisted.load` put in the tool response, as the bytes to archive (None: nothing to archive)."""
+    response = payload.get("tool_response")
+    stdout = response.get("stdout") if isinstance(response, dict) else None
+    return stdout.encode("utf-8", "surrogatepass") if isinstance(stdout, str) else None
 
 
 def unwrapped_bash(tool_input: dict[str, Any], tool_use_id: str | None) -> tuple[str, str] | None:

@@ -4,6 +4,7 @@ so a user sees which allow rule or rule file would save the most."""
 from __future__ import annotations
 
 import json
+import shlex
 import time
 
 import click
@@ -46,22 +47,34 @@ def discover(session_ref: str | None, since_days: float | None, limit: int, as_j
     if not report.calls:
         click.echo("No Bash call is stored here yet.")
         return
-    click.echo(f"{report.calls:,} Bash calls put {report.window_bytes:,} bytes into the window; "
-               f"{report.compressed_calls:,} went through compression ({report.compressed_bytes:,} bytes shown).")
-    click.echo(f"Missed: {report.missed_bytes:,} bytes ({report.missed_share:.0%}) reached it uncompressed.")
+    click.echo(f"{report.calls:,} Bash calls put {report.window_bytes:,} characters into the window; "
+               f"{report.compressed_calls:,} went through compression ({report.compressed_bytes:,} characters shown).")
+    if report.persisted_calls:
+        click.echo(f"{report.persisted_calls:,} over Claude Code's cap it saved to a file itself, showing only a "
+                   f"preview ({report.persisted_bytes:,} characters): not missed.")
+    click.echo(f"Missed: {report.missed_bytes:,} characters ({report.missed_share:.0%}) reached it uncompressed.")
     if not report.shapes:
         return
     click.echo("")
     for reason, size in report.by_reason().items():
-        click.echo(f"  {reason}: {size:,} bytes ({size / report.window_bytes:.0%})")
+        click.echo(f"  {reason}: {size:,} characters ({size / report.window_bytes:.0%})")
     click.echo("")
     shapes = report.top(limit)
     width = max(len(shape.shape) for shape in shapes)
-    click.echo(f"{'command'.ljust(width)}  {'calls':>6}  {'bytes':>12}  {'share':>5}  why")
+    click.echo(f"{'command'.ljust(width)}  {'calls':>6}  {'chars':>12}  {'share':>5}  why")
     for shape in shapes:
         why = shape.reason + (f": allow it with {shape.allow_rule}" if shape.allow_rule else "")
         click.echo(f"{shape.shape.ljust(width)}  {shape.calls:>6,}  {shape.bytes:>12,}  "
                    f"{shape.bytes / report.window_bytes:>5.0%}  {why}")
+    allow_rules = report.by_allow_rule()
+    if allow_rules:
+        click.echo("")
+        click.echo("Allow rules that would let codeoid compress what it had to leave whole (failures included, which "
+                   "only the rewrite can compress):")
+        for rule, size, calls, failed in allow_rules[:limit]:
+            failures = f", {failed:,} failed" if failed else ""
+            click.echo(f"  {rule}: {size / report.window_bytes:.0%} of the window ({size:,} bytes, {calls:,} "
+                       f"calls{failures}); add it with: codeoid allow {shlex.quote(rule)}")
     click.echo("")
     click.echo("Decisions are replayed with today's rules and permission settings, in the default permission mode.")
 

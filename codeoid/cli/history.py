@@ -147,14 +147,14 @@ def show(episode_id: str, as_raw: bool, as_json: bool, line_range: str | None) -
         print_json(row)
     else:
         # The command the model wrote; the wrapper codeoid ran in its place (hundreds of characters of plumbing)
-        # stays in --json as `command`.
+        # stays in --json as `wrapper`.
         shown = {**row, "command": row.get("original_command") or row.get("command")}
         for field in ("id", "kind", "state", "tool_name", "command", "exit_status", "session_id", "turn",
-                      "created_at", "raw_output_id", "summary"):
+                      "created_at", "raw_output_id", "summary", "cut"):
             if shown.get(field) is not None:
                 value = format_time(shown[field]) if field == "created_at" else shown[field]
                 click.echo(f"{field}: {value}")
-        if row.get("original_command") and row.get("command") != row["original_command"]:
+        if row.get("wrapper"):
             click.echo("compressed: yes (--json shows the wrapper codeoid ran in its place)")
         click.echo("")
         click.echo(row["text"])
@@ -268,8 +268,10 @@ def gain(session_ref: str | None, period: str | None, since: str | None, as_json
          all_workspaces: bool) -> None:
     """Tokens compression kept out of the model's window.
 
-    Bytes and estimated tokens per rule, per session and in total (or per day or week), with the share of the raw
-    output saved, less what the model read back of the raw outputs (charged back on every read).
+    Per rule, per session and in total (or per day or week): the window Claude Code alone would have shown for
+    the same calls (a long success as its 2 KB preview, a long failure as its first and last 5,000 characters),
+    the window codeoid's text took, the difference (negative where codeoid showed more), less what the model read
+    back of the raw outputs (charged back on every read). Raw and shown bytes follow as a second account.
     """
     from codeoid.store import ledger
 
@@ -297,8 +299,9 @@ def gain(session_ref: str | None, period: str | None, since: str | None, as_json
         if hint:
             click.echo(hint)
         return
-    click.echo("Sizes in bytes; ~tok is estimated tokens (4 bytes a token). saved = raw - shown; "
-               "net = saved - charged (what the model read back).")
+    click.echo("Sizes in characters of the model's window; ~tok is estimated tokens (4 a token). alone = what "
+               "Claude Code alone would have shown for these calls; saved = alone - codeoid; net = saved - charged "
+               "(what the model read back). raw B and shown B: the outputs' bytes, before and after compression.")
     if period:
         click.echo("")
         rows = accounts[f"by_{period}"]
@@ -313,14 +316,20 @@ def gain(session_ref: str | None, period: str | None, since: str | None, as_json
             click.echo("")
             for line in _gain_table("" if title == "total" else title, rows):
                 click.echo(line)
+    costly = [row for row in accounts["by_rule"] if row["saved_chars"] < 0] if not period else []
+    for row in costly:
+        click.echo("")
+        click.echo(f"{row['key']} put {-row['saved_chars']:,} more characters in the window than Claude Code alone "
+                   "would have (it previews a long success in about 2,300).")
     if hint:
         click.echo("")
         click.echo(hint)
 
 
-_GAIN_COLUMNS = (("runs", "runs"), ("raw", "raw_bytes"), ("shown", "shown_bytes"), ("saved", "saved_bytes"),
+_GAIN_COLUMNS = (("runs", "runs"), ("alone", "alone_chars"), ("codeoid", "window_chars"), ("saved", "saved_chars"),
                  ("saved%", "saved_percent"), ("~tok", "saved_tokens"), ("reads", "reads"),
-                 ("charged", "charged_bytes"), ("~tok", "charged_tokens"), ("net", "net_bytes"), ("~tok", "net_tokens"))
+                 ("charged", "charged_bytes"), ("~tok", "charged_tokens"), ("net", "net_chars"), ("~tok", "net_tokens"),
+                 ("raw B", "raw_bytes"), ("shown B", "shown_bytes"))
 BAR_WIDTH = 30
 
 

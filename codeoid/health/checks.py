@@ -166,6 +166,34 @@ def unfinished_raw_findings(data_dir: Path, project_dir: Path) -> list[Finding]:
                             "what was kept.")]
 
 
+def allow_rule_findings(data_dir: Path, project_dir: Path) -> list[Finding]:
+    """Which allow rules would let codeoid compress the Bash output it had to leave whole in this project (the
+    `codeoid discover` replay of its history): codeoid never widens permissions itself."""
+    import shlex
+
+    from codeoid.hooks.discover import discover
+    from codeoid.store import queries
+
+    with _store(data_dir) as db:
+        if db is None:
+            return []
+        workspace_id = queries.workspace_id_for(db, str(project_dir))
+        if workspace_id is None:
+            return []
+        try:
+            report = discover(db, workspace_id=workspace_id)
+        except Exception as error:  # noqa: BLE001 - a check must not break doctor
+            return [Finding("info", f"Could not replay this project's Bash history ({error}).")]
+    rules = report.by_allow_rule()
+    if not rules:
+        return []
+    named = "; ".join(f"{rule} {size / report.window_bytes:.0%} of the window" + (f" ({failed} failed calls)"
+                                                                                   if failed else "")
+                      for rule, size, _, failed in rules[:3])
+    return [Finding("info", f"Allow rules would let codeoid compress more of this project's Bash output: {named}. "
+                            f"Add one with `codeoid allow {shlex.quote(rules[0][0])}` (see `codeoid discover`).")]
+
+
 class _store:  # noqa: N801 - a context manager, named like one
     """The store if it exists (opened without creating the data dir), else None."""
 
@@ -191,5 +219,5 @@ class _store:  # noqa: N801 - a context manager, named like one
 
 CHECKS: tuple[Callable[[Path, Path], list[Finding]], ...] = (
     chroma_findings, service_findings, model_findings, index_backlog_findings, quarantine_findings,
-    unfinished_raw_findings,
+    unfinished_raw_findings, allow_rule_findings,
 )

@@ -142,9 +142,15 @@ def _header(row: Row, found: MatchedLines, raw_outputs: Mapping[str, RawFacts], 
         lines.append(what)
     if note:
         lines.append(f"lineage: {note}")
+    if row.get("cut"):
+        lines.append(f"cut: {row['cut']}")
     raw_id = row.get("raw_output_id")
     if raw_id:
-        lines.append(_raw_line(str(raw_id), raw_outputs.get(str(raw_id)), page_call))
+        facts = raw_outputs.get(str(raw_id))
+        if facts is not None and not facts.expired and facts.size == byte_size(text):
+            lines.append(f"whole output, also kept verbatim as raw output {raw_id}")  # no rule cut it
+        else:
+            lines.append(_raw_line(str(raw_id), facts, page_call))
     return "\n".join(lines)
 
 

@@ -172,8 +172,13 @@ def add_tool_call(
     now: float,
     original_command: str | None = None,
     raw_output_id: str | None = None,
+    cut: str | None = None,
 ) -> int | None:
-    """Store one tool call with its whole result (or failure text); None when it was stored already."""
+    """Store one tool call with its whole result (or failure text); None when it was stored already.
+
+    `original_command`, for a Bash call the rewrite wrapped, is the command the model typed: it is what `command`
+    and the input's `command` hold (stored, indexed, shown), and the wrapper that ran goes to `wrapper` alone.
+    `cut`, when the text is not the whole result, says so in a sentence that every view of the episode repeats."""
     key = tool_use_id or f"unkeyed-{os.urandom(16).hex()}"
     if db.execute("SELECT 1 FROM episodes WHERE kind = 'tool' AND tool_use_id = ?", (key,)).fetchone():
         return None
@@ -185,17 +190,20 @@ def add_tool_call(
     command = tool_input.get("command") if tool_name == "Bash" else None
     command = clean_text(command) if isinstance(command, str) else None
     original = clean_text(original_command) if original_command else command
+    wrapper = None
+    if original is not None and command is not None and original != command:
+        wrapper, command, tool_input = command, original, {**tool_input, "command": original}
     if raw_output_id is not None:
         raw_output_id = complete_raw_output(db, raw_output_id, owner, exit_status=exit_status)
     return _insert(
         db, owner, turn=current_turn(db, owner), kind="tool", tool_name=tool_name, tool_use_id=key,
-        input=to_json(tool_input), command=command, original_command=original,
+        input=to_json(tool_input), command=command, original_command=original, wrapper=wrapper,
+        cut=clean_text(cut) if cut else None,
         text=text, response=None if response is None else to_json(episode_text.response_without_text(response, text)),
         is_error=int(is_error), exit_status=exit_status,
         paths=to_json(episode_text.touched_paths(tool_input)), agent_id=agent_id,
         origin="codeoid" if _is_codeoid_tool(tool_name) else "user",
-        summary=episode_text.tool_summary(tool_name, {**tool_input, "command": original} if original else tool_input,
-                                    text, exit_status, is_error),
+        summary=episode_text.tool_summary(tool_name, tool_input, text, exit_status, is_error),
         raw_output_id=raw_output_id, now=now,
     )
 

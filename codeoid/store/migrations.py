@@ -445,6 +445,33 @@ def m013_session_titles(db: sqlite3.Connection) -> None:
         db.execute("ALTER TABLE sessions ADD COLUMN title TEXT")
     refresh_titles(db)
 
+
+@migration
+def m014_command_as_typed(db: sqlite3.Connection) -> None:
+    """The command the model typed is what an episode stores, indexes and shows; the rewrite's wrapper is kept apart.
+
+    For a call the PreToolUse rewrite wrapped, `input` and `command` held codeoid's own wrapper script (~600
+    characters whose words `filter`, `status`, `exit`, `return` matched everyday questions in BM25): now `command`
+    and `input.command` hold what the model typed, and `wrapper` the script that ran (a fact about how the call ran,
+    never indexed). `cut` says, in a sentence, where an episode's text is not the call's whole result (a failed
+    command Claude Code cut to its first and last 5,000 characters; a persisted output past codeoid's read cap).
+    Existing rows are moved where the typed command is known (`original_command` differs from the wrapper): the
+    update of `input` re-indexes them in FTS and the context index through their triggers.
+    """
+    columns = {row[1] for row in db.execute("PRAGMA table_info(episodes)")}
+    if "wrapper" not in columns:
+        db.execute("ALTER TABLE episodes ADD COLUMN wrapper TEXT")
+    if "cut" not in columns:
+        db.execute("ALTER TABLE episodes ADD COLUMN cut TEXT")
+    db.execute(
+        """UPDATE episodes SET wrapper = command, command = original_command,
+               input = CASE WHEN json_valid(input) AND json_type(input, '$.command') = 'text'
+                            THEN json_set(input, '$.command', original_command) ELSE input END
+           WHERE kind = 'tool' AND tool_name = 'Bash' AND original_command IS NOT NULL AND command IS NOT NULL
+             AND command != original_command AND instr(command, '__codeoid_') > 0 AND wrapper IS NULL"""
+    )
+
+
 def migrate(db: sqlite3.Connection, upto: str | None = None) -> list[str]:
     """Apply every migration not yet recorded (stopping after `upto` if given); return the names applied."""
     if _is_current(db, upto):

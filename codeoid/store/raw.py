@@ -111,10 +111,12 @@ def store_raw_output(db: sqlite3.Connection, raw_id: str, *, command: str, stdou
 
 def insert_raw_output(db: sqlite3.Connection, raw_id: str, *, command: str, stdout: bytes, cwd: str | None,
                       tool_use_id: str | None, session_id: str | None, workspace_id: int | None,
-                      exit_status: int | None, rule: str, shown_size: int) -> None:
+                      exit_status: int | None, rule: str | None, shown_size: int | None) -> None:
     """Store a whole, complete output inside the caller's write transaction, with what the model was shown
     instead of it for the savings ledger (`rule`, `shown_size`): the after-the-fact compression of PostToolUse
-    stores the output and the tool call's episode in one commit, before it answers."""
+    stores the output and the tool call's episode in one commit, before it answers. A result Claude Code saved to
+    a file and codeoid read back whole is stored the same way with no rule and no shown size (nothing of codeoid's
+    reached the window: the ledger claims no saving for it)."""
     db.execute(
         "INSERT INTO raw_outputs (id, workspace_id, session_id, tool_use_id, command, cwd, exit_status, stdout_size,"
         " complete, rule, shown_size, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?)",

@@ -312,7 +312,8 @@ def savings_page(db: sqlite3.Connection, links: Links, period: str, since: float
         for label, value in (("last 7 days", 7), ("last 30 days", 30), ("last 90 days", 90), ("all", None)))
     total = accounts["total"]
     summary = (f"<p>{number(total['runs'])} compressed run(s) kept <b>{number(total['saved_tokens'])}</b> estimated "
-               f"tokens ({total['saved_percent']}% of {number(total['raw_bytes'])} raw bytes) out of the window; "
+               f"tokens out of the window ({total['saved_percent']}% of the {number(total['alone_chars'])} "
+               f"characters Claude Code alone would have shown for them; {number(total['raw_bytes'])} raw bytes); "
                f"the model read back {number(total['charged_tokens'])} of them in {number(total['reads'])} read(s), "
                f"so <b>{number(total['net_tokens'])}</b> net.</p>")
     body = [f'<h1>Savings</h1>{summary}<p>{ranges} · <a href="{links("savings", period=other, days=days)}">'
@@ -320,8 +321,11 @@ def savings_page(db: sqlite3.Connection, links: Links, period: str, since: float
             f'<figure id=chart>{chart}</figure>',
             f"<h2>Per {period}</h2>", _ledger_table(period, periods),
             "<h2>Per rule</h2>", _ledger_table("rule", accounts["by_rule"]),
-            "<p class=muted>Tokens are estimated at 4 bytes a token. saved = raw − shown; charged = what the model "
-            "read back of the raw outputs (every read is charged); net = saved − charged.</p>"]
+            "<p class=muted>Tokens are estimated at 4 characters a token. Claude Code alone = the window it would "
+            "have shown for the same calls (a long success as its 2 KB preview, a long failure as its first and "
+            "last 5,000 characters); saved = that − codeoid's window, negative where codeoid showed more; charged = "
+            "what the model read back of the raw outputs (every read is charged); net = saved − charged. Raw and "
+            "shown bytes are the outputs' sizes before and after compression.</p>"]
     return page(links, "savings", "Savings", "".join(body))
 
 
@@ -340,9 +344,10 @@ def _every_period(rows: list[dict[str, Any]], period: str) -> list[tuple[str, in
     return found
 
 
-_LEDGER_COLUMNS = (("runs", "runs"), ("raw bytes", "raw_bytes"), ("shown bytes", "shown_bytes"),
-                   ("saved %", "saved_percent"), ("saved ~tok", "saved_tokens"), ("reads", "reads"),
-                   ("charged ~tok", "charged_tokens"), ("net ~tok", "net_tokens"))
+_LEDGER_COLUMNS = (("runs", "runs"), ("Claude Code alone", "alone_chars"), ("codeoid", "window_chars"),
+                   ("saved", "saved_chars"), ("saved %", "saved_percent"), ("saved ~tok", "saved_tokens"),
+                   ("reads", "reads"), ("charged ~tok", "charged_tokens"), ("net ~tok", "net_tokens"),
+                   ("raw bytes", "raw_bytes"), ("shown bytes", "shown_bytes"))
 
 
 def _ledger_table(title: str, rows: list[dict[str, Any]]) -> str:

@@ -7,6 +7,7 @@ engine beyond the documented marker prefix, so a rule that drifts cannot also dr
 
 from __future__ import annotations
 
+import ast
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -369,9 +370,40 @@ DETECTORS_BY_KIND: dict[str, list[Callable[[bytes, bytes], list[str]]]] = {
 }
 
 
-def violations(kind: str, raw: bytes, compressed: bytes) -> list[str]:
-    """Everything the compressed output breaks of the fidelity contract, for an output of this kind."""
+def violations(kind: str, raw: bytes, compressed: bytes, *, named_by_range: bool = True) -> list[str]:
+    """Everything the compressed output breaks of the fidelity contract, for an output of this kind. An item
+    (an error head, a failing test, a file) that is not shown but lies on raw lines a codeoid line names with
+    their range (`raw lines A-B`: past the ceiling) is named, and kept to the contract, unless `named_by_range`
+    is False (then only what is shown counts: what the model sees without paging)."""
+    ranges = named_ranges(compressed) if named_by_range else []
+    raw_lines = [text(line) for line in lines_of(raw)] if ranges else []
     found: list[str] = []
     for detector in STRUCTURAL + DETECTORS_BY_KIND[kind]:
-        found.extend(f"{detector.__name__}: {problem}" for problem in detector(raw, compressed))
+        found.extend(f"{detector.__name__}: {problem}" for problem in detector(raw, compressed)
+                     if detector in STRUCTURAL or not _on_named_lines(problem, raw_lines, ranges))
     return found
+
+
+_RANGE = re.compile(r"raw lines? (\d+)(?:-(\d+))?")
+# The first repr()-quoted text of a problem: the item it is about.
+_QUOTED = re.compile(r"'((?:[^'\\]|\\.)*)'" + '|"((?:[^"\\\\]|\\\\.)*)"')
+
+
+def named_ranges(compressed: bytes) -> list[tuple[int, int]]:
+    """The raw line ranges codeoid's lines name (`raw lines 120-499`, `raw line 7`)."""
+    _, added = output_lines(compressed)
+    return [(int(found.group(1)), int(found.group(2) or found.group(1)))
+            for line in added for found in _RANGE.finditer(line)]
+
+
+def _on_named_lines(problem: str, raw_lines: list[str], ranges: list[tuple[int, int]]) -> bool:
+    """Whether the item a problem is about (its first quoted text) is on a raw line inside a named range."""
+    quoted = _QUOTED.search(problem)
+    if quoted is None or not ranges:
+        return False
+    try:
+        item = ast.literal_eval(quoted.group(0))
+    except (ValueError, SyntaxError):
+        return False
+    return any(item.strip() in line and any(first <= number <= last for first, last in ranges)
+               for number, line in enumerate(raw_lines, 1))

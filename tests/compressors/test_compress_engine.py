@@ -25,7 +25,7 @@ tail = 3
 program = "x"
 """)
 NOTHING = make_rule('[[rule]]\nname = "nothing"\n[rule.match]\nprogram = "x"\n')
-NO_BUDGET = Thresholds(budget_lines=0, budget_bytes=0)
+NO_BUDGET = Thresholds(budget_lines=0, budget_bytes=0, ceiling=0)
 
 
 def numbered(count: int, width: int = 40) -> bytes:
@@ -150,6 +150,20 @@ def test_diagnostics_survive_budgets_unless_the_rule_opts_out() -> None:
     assert b"\nTraceback (most recent call last):\n" in out and b"\nValueError: bad\n" in out
     data_rule = make_rule('[[rule]]\nname = "d"\ndiagnostics = false\nhead = 5\n[rule.match]\nprogram = "x"\n')
     assert b"ValueError" not in compress_bytes(data_rule, raw)[0]
+
+
+def test_error_lines_from_stderr_survive_every_rule_even_one_without_diagnostics() -> None:
+    """Under the rewrite stderr goes through the rule too; the lines programs print when something went wrong stay,
+    whatever the rule's budget and whether or not it turns diagnostics off."""
+    errors = [b"ls: cannot access 'missing': No such file or directory", b"bash: line 3: nope: command not found",
+              b"fatal: not a git repository (or any of the parent directories): .git",
+              b"cp: cannot create regular file '/x': Permission denied", b"usage: tool [-h] FILE"]
+    raw = numbered(100) + b"\n".join(errors[:2]) + b"\n" + numbered(100) + b"\n".join(errors[2:]) + b"\n" + numbered(50)
+    data_rule = make_rule('[[rule]]\nname = "d"\ndiagnostics = false\nhead = 5\n[rule.match]\nprogram = "x"\n')
+    for rule in (HEAD_TAIL, data_rule):
+        kept, _ = kept_and_added(compress_bytes(rule, raw)[0])
+        assert all(error in kept for error in errors), rule.name
+        assert len(kept) < 30  # the progress lines around them are cut as the rule says
 
 
 def test_group_budget_keeps_a_few_per_extension_and_counts_the_rest() -> None:
@@ -318,7 +332,7 @@ def test_an_index_names_every_item_with_its_tallies_before_the_output() -> None:
 def test_the_rule_budget_wins_over_the_callers_and_zero_means_no_limit() -> None:
     raw = diff_like(3, 20)
     unlimited = DIFF_LIKE._replace(budget=DIFF_LIKE.budget._replace(lines=0))
-    assert compress_bytes(unlimited, raw, Thresholds(budget_lines=5))[0] == raw
+    assert compress_bytes(unlimited, raw, Thresholds(budget_lines=5, ceiling=0))[0] == raw
     from_caller = DIFF_LIKE._replace(budget=DIFF_LIKE.budget._replace(lines=None))
     kept, _ = kept_and_added(compress_bytes(from_caller, raw, Thresholds(budget_lines=12))[0])
     # 12 lines: 6 kept by the rule, the closing line, then 5 for two files' first lines and their markers.

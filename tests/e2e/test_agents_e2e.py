@@ -170,7 +170,7 @@ def test_a_session_started_in_codex_is_captured_live_compressed_and_recalled_fro
     assert LEDGER in tools["call_ledger"]["text"] and tools["call_ledger"]["raw_output_id"] is None
     compressed = tools["call_seq"]
     assert compressed["original_command"] == "seq 1 3000" and compressed["raw_output_id"] == "raw-call_seq"
-    assert "[codeoid]" in compressed["text"] and compressed["command"] != "seq 1 3000"
+    assert "[codeoid]" in compressed["text"] and compressed["command"] == "seq 1 3000" != compressed["wrapper"]
     sent = json.dumps(input_items(codex_api.model_requests[-1]))
     assert "[codeoid] rule e2e-seq" in sent, "the model did not see the compressed output"
 
