@@ -92,7 +92,7 @@ def test_discover_names_each_missed_command_with_its_reason_and_bytes(world: dic
     pytest_command = f"{sys.executable} -m pytest -q -p no:cacheprovider test_suite.py"
     wrapped_diff, diff_bytes = session.bash("git diff")  # read-only: compressed with no allow rule at all
     wrapped_pytest, pytest_bytes = session.bash(pytest_command)  # fails, and needs an allow rule to be wrapped
-    wrapped_cat, cat_bytes = session.bash("nl app.log")  # no rule compresses nl
+    wrapped_cat, cat_bytes = session.bash("sort app.log")  # no rule compresses sort
     wrapped_stat, stat_bytes = session.bash("set -x; git diff --stat")  # a construct, and a small output
     wrapped_status, status_bytes = session.bash("git log")  # wrapped, but one commit is too small to compress
     # Not wrapped (Claude Code would ask about -U1; `set -x` would trace the wrapper), compressed after the fact.
@@ -116,7 +116,7 @@ def test_discover_names_each_missed_command_with_its_reason_and_bytes(world: dic
         failed: pytest_bytes, "no rule": cat_bytes, "under the size floor": stat_bytes + status_bytes,
     }.items(), key=lambda item: -item[1]))
     shapes = {(shape["reason"], shape["shape"]): shape for shape in report["shapes"]}
-    assert set(shapes) == {(failed, "pytest"), ("no rule", "nl"), ("under the size floor", "git diff"),
+    assert set(shapes) == {(failed, "pytest"), ("no rule", "sort"), ("under the size floor", "git diff"),
                            ("under the size floor", "git log")}
     assert [shape["bytes"] for shape in report["shapes"]] == sorted((shape["bytes"] for shape in report["shapes"]),
                                                                     reverse=True)
@@ -157,15 +157,15 @@ def test_discover_leaves_a_persisted_output_out_of_the_missed_and_names_what_ran
 def test_discover_prints_a_table_a_person_reads_and_gain_points_at_it(world: dict[str, Any]) -> None:
     session: Session = world["session"]
     for _ in range(3):
-        session.bash("nl app.log test_suite.py")
+        session.bash("sort app.log test_suite.py")
 
     table = discover(world)
     assert table.returncode == 0, table.stderr
     lines = table.stdout.splitlines()
     assert lines[0].startswith("3 Bash calls put ") and "0 went through compression" in lines[0]
     assert "(100%) reached it uncompressed" in lines[1]
-    row = next(line for line in lines if line.startswith("nl "))
-    assert row.split()[:2] == ["nl", "3"] and row.endswith("no rule")
+    row = next(line for line in lines if line.startswith("sort "))
+    assert row.split()[:2] == ["sort", "3"] and row.endswith("no rule")
 
     gain = subprocess.run([executable("codeoid"), "gain"], capture_output=True, text=True, cwd=world["project"],
                           env={**os.environ, **world["env"]}, timeout=60)
