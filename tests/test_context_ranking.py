@@ -244,9 +244,10 @@ def test_actions_are_named_the_way_people_name_them() -> None:
     assert query_roles("how did we check that a small margin is refused?") == {"run", "failure"}
     assert query_roles("did the whole suite pass before the release?") == {"run", "failure"}
     assert query_roles("did we commit the fix for WITH statements?") == {"commit"}
-    assert query_roles("what did we decide about the token limit?") == {"assistant"}
-    assert query_roles("where did the bug with the quotes come from?") == {"assistant"}
-    assert query_roles("what did the review conclude?") == {"assistant"}
+    assert query_roles("what did we decide about the token limit?", in_turn=True) == {"assistant"}
+    assert query_roles("where did the bug with the quotes come from?", in_turn=True) == {"assistant"}
+    assert query_roles("what did the review conclude?", in_turn=True) == {"assistant"}
+    assert query_roles("why is summer my favourite season?") == set()  # across a conversation: no answer cue
     assert role_of("tool", "Bash", "python -m pytest -q", is_error=1) == "failure"
     assert role_of("tool", "Bash", "git commit -am 'Fix the parser'") == "commit"
     assert role_of("tool", "Bash", "git merge --no-ff docs") == "commit"

@@ -193,9 +193,7 @@ _ROLE_CUES = {
     "user": re.compile(rf"\b(i|we)\s+(\w+\s+)?{_ASKED}\b|\b(my|our)\s+(question|prompt|request)\b"
                        r"|\bthe user\b", re.IGNORECASE),
     "assistant": re.compile(rf"\b(you|claude)\s+(\w+\s+)?{_ANSWERED}\b|\byour\s+(answer|suggestion|explanation"
-                            r"|reply|advice|plan)\b|^\s*why\b|\b(the|what was the) (reason|root cause|explanation)\b"
-                            r"|\b(decide|decided|decision|conclude|concluded|conclusion|review|reviewed|agree|agreed"
-                            r"|came from|come from|cause|caused)\b", re.IGNORECASE),
+                            r"|reply|advice|plan)\b", re.IGNORECASE),
     "change": re.compile(r"\b(diffs?|edit(s|ed)?|chang(e|es|ed)|patch(es|ed)?|modif(y|ied|ication))\b", re.IGNORECASE),
     "run": re.compile(r"\b(output|traceback|stack ?trace|stderr|stdout|error message|exit (code|status)|test run"
                       r"|failures?|fail(ed|ing|s)?|log|ran|run|check(ed)?|verif(y|ied)|measur(e|ed)|pass(ed)?"
@@ -203,6 +201,13 @@ _ROLE_CUES = {
     "read": re.compile(r"\b(the read|we read|opened|contents of)\b", re.IGNORECASE),
     "commit": re.compile(r"\b(commit(s|ted)?|tag(s|ged)?|merg(e|ed)|push(ed)?)\b", re.IGNORECASE),
 }
+# Within a turn that holds tool calls, these ask for its answer (the explanation, the decision, the review): "why
+# did the hints vanish", "what did we decide", "where did the bug come from". Not across a conversation, whose
+# turns are each the answer: there "why is summer my favourite season?" asks for the person's own turn
+# (conversational set, tuning half: "where does most of my knowledge ... come from?" fell from rank 2 to 4).
+_ANSWER_CUES = re.compile(r"^\s*why\b|\b(the|what was the) (reason|root cause|explanation)\b|\b(decide|decided"
+                          r"|decision|conclude|concluded|conclusion|review|reviewed|agree|agreed|came from|come from"
+                          r"|cause|caused)\b", re.IGNORECASE)
 # What each cue wants: a run's cue wants a failing run most ("what broke", "the crash", "which tests failed") and
 # any run besides ("how did we check", "did the suite pass").
 _FAILED = re.compile(r"\b(traceback|stack ?trace|stderr|error|failures?|fail(ed|ing|s)?|broke|broken|crash(ed|es)?"
@@ -218,11 +223,14 @@ _PRINTS_A_FILE = re.compile(r"\s*cat\s")  # as `recall_file` counts a read
 TOOL_ROLES = frozenset({"change", "read", "run", "failure", "commit", "tool"})
 
 
-def query_roles(query: str) -> set[str]:
+def query_roles(query: str, *, in_turn: bool = False) -> set[str]:
     """The roles a query names (`user`, `assistant`, or a tool call's `change`, `run`, `failure`, `commit`,
     `read`), by plain cues; usually none. A run's cue names a failing run too, and a cue of failure ("what
-    broke", "the crash") names it alone."""
+    broke", "the crash") names it alone. `in_turn`: within a turn that holds tool calls, where "why" and "what
+    did we decide" name its answer too (`_ANSWER_CUES`)."""
     roles = {role for role, cue in _ROLE_CUES.items() if cue.search(query)}
+    if in_turn and _ANSWER_CUES.search(query):
+        roles.add("assistant")
     if "run" in roles:
         roles.add("failure")
         if _FAILED.search(query):
@@ -360,7 +368,7 @@ def by_turn(fused: Sequence[tuple[int, float]], *, turn_of: Mapping[int, TurnKey
     `turn_prompt` less; only the turn's best keeps its score: the rest fall by `turn_repeat`. Episodes of other
     turns keep theirs. Best first."""
     scores = dict(fused)
-    wanted = query_roles(query)
+    wanted = query_roles(query, in_turn=True)
     best_of: dict[TurnKey, float] = {}
     for episode_id, score in fused:
         key = turn_of.get(episode_id)
