@@ -267,16 +267,14 @@ def _store_replacement(db: sqlite3.Connection, owner: Owner, event: SpooledEvent
     if known is not None:
         return None  # delivered twice: the first delivery answered, this one stores nothing new
     command = _dict(event.payload, "tool_input").get("command")
-    answering = replacement is not None and _live(event)
-    stdout = replacement.raw if answering and replacement is not None else whole
+    answer = replacement if replacement is not None and _live(event) else None
+    stdout = answer.raw if answer is not None else whole
     assert stdout is not None
     insert_raw_output(db, raw_id, command=command if isinstance(command, str) else "", stdout=stdout,
                       cwd=_str(event.payload, "cwd"), tool_use_id=tool_use_id, session_id=owner.session_id,
-                      workspace_id=owner.workspace_id, exit_status=0,
-                      rule=replacement.rule if answering and replacement is not None else None,
-                      shown_size=len(replacement.shown.encode("utf-8", "surrogatepass"))
-                      if answering and replacement is not None else None)
-    return raw_id, replacement.shown if answering and replacement is not None else None
+                      workspace_id=owner.workspace_id, exit_status=0, rule=answer.rule if answer else None,
+                      shown_size=len(answer.shown.encode("utf-8", "surrogatepass")) if answer else None)
+    return raw_id, answer.shown if answer else None
 
 
 def _persisted_bytes(payload: dict[str, Any]) -> bytes | None:
