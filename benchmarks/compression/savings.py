@@ -10,9 +10,9 @@ characters of its first 30,000 bytes):
 - rtk: its output of the same command in the same state, where the fixture has one (rtk 1.1.0 was run when the
   corpus was made; it is not installed here), else n/a;
 - codeoid rewrite: `codeoid-compress`'s text (engine output and footer) through the same window;
-- codeoid after the fact: what PostToolUse answers today for the text Claude Code hands it: nothing for a
-  failure (Claude Code takes no replacement) or for an output at the 30,000-character cap (it was persisted),
-  so the window is Claude Code's own; else the compressed text.
+- codeoid after the fact: what PostToolUse answers today: nothing for a failure (Claude Code takes no
+  replacement), so the window is Claude Code's own; for a success the compressed text, of the whole output even
+  where Claude Code persisted it (the hook reads the file it names and answers without the persisted keys).
 
 Critical items are failing test ids, changed files and files with hits (with `git status`'s files): one is
 visible when the window names it as the raw output does. The old byte table (raw bytes against codeoid's and
@@ -42,7 +42,6 @@ from detectors import DETECTORS_BY_KIND, violations  # noqa: E402
 
 HEAVY = ROOT / "tests" / "fixtures" / "compress_heavy"
 RAW_ID = "raw-toolu_01AbCdEfGhIjKlMnOpQrStUv"  # a real id's length, for the footer
-CAP_CHARS = 30_000  # the most PostToolUse is handed; at it, the output was persisted and is left alone
 
 
 def tokens(data: bytes) -> int:
@@ -98,7 +97,7 @@ def rewrite_text(rule: object, raw: bytes) -> bytes:
 def after_text(rule: object, raw: bytes, exit_status: int) -> bytes | None:
     """What the after-the-fact compression answers for this output today; None when it leaves it alone."""
     text = raw.decode("utf-8", "replace").rstrip("\n")
-    if rule is None or exit_status or len(text) >= CAP_CHARS:
+    if rule is None or exit_status:
         return None
     out, result = compress_bytes(rule, text.encode())  # type: ignore[arg-type]
     if not result.lines_removed:
