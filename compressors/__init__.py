@@ -98,6 +98,7 @@ the lower layers' rules. The first enabled rule that matches applies::
     tally = { added = '^\\+' }              # optional: named counts of the item's lines matching each pattern
     index = "{name} +{added}"              # optional: a line per item at the top ({first}/{last}: raw lines)
     index_title = "{items} files"          # optional: the index's first line, with the tallies' totals
+    index_dense = "{name} +{added}"        # optional: past the ceiling, several items to a line when one each won't fit
     fields = { subject = '^    (\\S.*)' }  # optional digest: the item becomes one line from its fields,
     digest = "{subject}[[ (+{body} lines)]]"   # tallies and {lines}; a [[...]] part goes when its fields are 0/empty
 

@@ -70,6 +70,9 @@ OVER_CEILING = "over the ceiling"
 NOTED = "noted"
 # Of the ceiling, what the critical items' list (files with hits, changed files, failing tests) may take.
 CRITICAL_SHARE = 0.85
+# The index packed several items to a line (`index_dense`): what separates them, and how long a line grows.
+DENSE_SEPARATOR = ", "
+DENSE_WIDTH = 200
 # What a note the ceiling cuts says it named: "N lines cut (...), raw lines A-B".
 _NOTE_SPAN = re.compile(r"^(\d+) lines? cut\b.*, raw lines? (\d+)(?:-(\d+))?$", re.S)
 # A group note's size, estimated without making it (making it empties the group counts).
@@ -187,6 +190,7 @@ class Pipeline:
         self.rule = rule
         self.ceiling = ceiling
         self._index_limit: int | None = None  # index lines the ceiling leaves room for (None: all)
+        self._index_dense: list[str] | None = None  # the index packed several to a line, when one each won't fit
         self._failing_index: list[str] = []  # the ceiling's list of failing tests, written first
         self.budget_lines = rule.budget.lines if rule.budget.lines is not None else budget_lines
         self.budget_bytes = rule.budget.bytes if rule.budget.bytes is not None else budget_bytes
@@ -847,14 +851,14 @@ class Pipeline:
 
     def _cut_to(self, room: int, *, complete: bool) -> None:
         """Keep, in the ceiling's order, what fits `room` bytes; cut the rest (see `_spend_ceiling`)."""
-        if complete:
-            room -= self._plan_critical(int(self.ceiling * CRITICAL_SHARE))
         decided = self._decided
         closing = self._last_nonblank if complete else None
         kept: set[int] = set()
         if closing is not None and closing.state in (KEEP, PENDING):
             kept.add(id(closing))
             room -= len(closing.line) + 1 + MARKER_COST
+        if complete:  # a dense index may take all but the closing line and the marker of what is cut
+            room -= self._plan_critical(int(self.ceiling * CRITICAL_SHARE), room - MARKER_COST)
         position = {id(element): index for index, element in enumerate(decided)}
         candidates = [element for element in decided if isinstance(element, _Entry) and element is not closing
                       and element.state in (KEEP, PENDING, NOTE)]
@@ -875,8 +879,9 @@ class Pipeline:
             else:
                 self._omit(element, OVER_CEILING)
 
-    def _plan_critical(self, share: int) -> int:
-        """Choose the critical items' lines written first (within `share` bytes); their cost."""
+    def _plan_critical(self, share: int, dense_share: int) -> int:
+        """Choose the critical items' lines written first (within `share` bytes, or for an index packed several
+        to a line because one per line does not fit, within `dense_share`); their cost."""
         marker = len(MARKER) + 1
         lines: list[str] = []
         if self._failures is not None:
@@ -905,9 +910,41 @@ class Pipeline:
                     break
                 used += size
                 limit += 1
+            self._index_dense = None
+            if limit < len(self._index) and self.rule.item.index_dense is not None:
+                used -= sum(marker + len(self._index_line(item)) for item in self._index[:limit])
+                self._index_dense, limit, size = self._pack_index(max(share, dense_share) - used)
+                used += size
             self._index_limit = limit if limit < len(self._index) else None
             used += MARKER_COST if self._index_limit is not None else 0
         return used
+
+    def _pack_index(self, room: int) -> tuple[list[str], int, int]:
+        """The index's items packed several to a line, as many as fit `room` bytes with the marker naming the
+        rest; the lines, how many items they name, their bytes."""
+        rule_item = self.rule.item
+        assert rule_item is not None and rule_item.index_dense is not None
+        marker = len(MARKER) + 1
+        separator = len(DENSE_SEPARATOR.encode())
+        lines: list[list[str]] = []
+        width = used = 0
+        for count, item in enumerate(self._index):
+            entry = _fill(rule_item.index_dense, {"name": item.name, "first": str(item.first),
+                                                  "last": str(item.last), **item.fields,
+                                                  **{name: str(item.tallies.get(name, 0)) for name, _ in self._tally}})
+            size = len(entry.encode("utf-8", "surrogateescape"))
+            joins = bool(lines) and width + separator + size <= DENSE_WIDTH
+            cost = separator + size if joins else marker + size
+            if used + cost + MARKER_COST > room and count < len(self._index) - 1 or used + cost > room:
+                return [DENSE_SEPARATOR.join(line) for line in lines], count, used
+            if joins:
+                lines[-1].append(entry)
+                width += separator + size
+            else:
+                lines.append([entry])
+                width = size
+            used += cost
+        return [DENSE_SEPARATOR.join(line) for line in lines], len(self._index), used
 
     def _estimate(self) -> int:
         """About how many bytes rendering what is held would write (never fewer)."""
@@ -1003,8 +1040,12 @@ class Pipeline:
                 totals[name] = str(sum(item.tallies.get(name, 0) for item in self._index))
             self._marker(_fill(rule_item.index_title, totals))
         shown = self._index if self._index_limit is None else self._index[:self._index_limit]
-        for item in shown:
-            self._marker(self._index_line(item))
+        if self._index_dense is not None:
+            for line in self._index_dense:
+                self._marker(line)
+        else:
+            for item in shown:
+                self._marker(self._index_line(item))
         rest = self._index[len(shown):]
         if rest:
             self._marker(f"… and {len(rest) + self._index_more} more (over the ceiling), "

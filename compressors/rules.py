@@ -151,6 +151,9 @@ class Item(NamedTuple):
     # `index_title`, if set, heads it with the totals ("{items} files changed, +{added} -{removed}").
     index_entry: str | None = None  # TOML `index`
     index_title: str | None = None
+    # The index packed several items to a line, from this template ("{name} +{added} -{removed}"), when one line
+    # per item does not fit the ceiling's share; None: one per line, the rest named by their raw lines.
+    index_dense: str | None = None
     # A digest: each item becomes one line from this template, its fields captured by `fields` (the first
     # match of each pattern in the item; group 1, or the groups joined by spaces), `{lines}` its line count.
     # Every line of the item that no `keep` pattern keeps is left out.
@@ -330,7 +333,7 @@ _RULE_KEYS = {
 _MATCH_KEYS = {"program", "subcommand", "args_any", "args_none", "options_with_value", "positional_max"}
 _COLLAPSE_KEYS = {"label", "patterns", "keep", "through", "named"}
 _ITEM_KEYS = {"start", "key", "end", "drop", "count", "head", "tail", "label", "summary", "tally", "index",
-              "index_title", "fields", "digest"}
+              "index_title", "index_dense", "fields", "digest"}
 _GROUP_KEYS = {"by", "keep", "path", "depth", "section", "extensions"}
 _BUDGET_KEYS = {"lines", "bytes", "tier", "rest", "fair", "min_share"}
 _TIER_KEYS = {"label", "patterns"}
@@ -487,6 +490,7 @@ def _item(check: _Checker, value: Any) -> dict[str, Any]:
         "tally": _named_patterns(check, item.get("tally", {}), "item.tally"),
         "index_entry": _template(item.get("index"), "item.index"),
         "index_title": _template(item.get("index_title"), "item.index_title"),
+        "index_dense": _template(item.get("index_dense"), "item.index_dense"),
         "fields": _named_patterns(check, item.get("fields", {}), "item.fields"),
         "digest": _template(item.get("digest"), "item.digest"),
     }

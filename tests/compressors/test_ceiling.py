@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from detectors import lines_of, output_lines, violations
+from detectors import _hits_per_file, lines_of, output_lines, violations
 from fifty_failures import FIFTY
 
 from codeoid.compressors import MARKER, Thresholds, compress_bytes, load_rules
@@ -21,6 +21,7 @@ from codeoid.compressors.engine import footer, thresholds_from
 
 RULES = load_rules(user_dir="/nonexistent/codeoid-user-rules")
 RAW_ID = "raw-toolu_01AbCdEfGhIjKlMnOpQrStUv"
+HEAVY = Path(__file__).parents[1] / "fixtures" / "compress_heavy"
 
 @pytest.fixture(scope="module")
 def fifty_failures(tmp_path_factory: pytest.TempPathFactory) -> bytes:
@@ -82,8 +83,10 @@ def test_a_big_grep_fits_the_ceiling_and_names_every_file_with_hits(big_grep: by
     assert len(out.decode()) <= 8000, len(out)
     files = dict.fromkeys(line.split(b":", 1)[0] for line in lines_of(raw))
     text = out.decode()
-    listed = [path for path in files if f"[codeoid] {path.decode()}: " in text]
-    assert len(listed) > 100  # as many as the ceiling has room for, in the index
+    # One per line does not fit: packed several to a line, `./package_00/module_000.py 40, ./package_01/...`.
+    listed = [path for path in files
+              if re.search(rf"(?:^\[codeoid\] |, ){re.escape(path.decode())} \d+(?:, |$)", text, re.M)]
+    assert len(listed) > 200  # as many as the ceiling has room for, in the index
     rest = re.search(r"^\[codeoid\] … and (\d+) more \(over the ceiling\), raw lines (\d+)-(\d+)$", text, re.M)
     assert rest is not None and int(rest.group(1)) == len(files) - len(listed)
     first_unlisted = next(path for path in files if path not in listed)
@@ -110,3 +113,30 @@ def test_outputs_under_the_ceiling_are_not_touched_by_it() -> None:
     with_ceiling, _ = compress_bytes(rule, raw)
     without, _ = compress_bytes(rule, raw, Thresholds(ceiling=0))
     assert with_ceiling == without and len(with_ceiling) < 8000
+
+
+@pytest.mark.parametrize(("fixture", "command", "kind"), [
+    ("grep_import", "grep -rn import .", "search"),
+    ("git_diff_tags", "git diff v13.0.0 v14.3.3", "git-diff"),
+])
+def test_past_the_ceiling_every_file_is_named_in_a_dense_index(fixture: str, command: str, kind: str) -> None:
+    """rich's 231 files importing something, its 178 files changed between two tags: one index line per file
+    does not fit the ceiling, several to a line do, so each is named as the raw output spells it, without paging."""
+    raw = (HEAVY / f"{fixture}.out").read_bytes()
+    out = shown(raw, command)
+    assert len(out.decode()) <= 8000, len(out)
+    text = out.decode()
+    if kind == "search":
+        files = list(_hits_per_file(lines_of(raw)))  # as the detectors read it
+        assert len(files) >= 231
+    else:
+        files = list(dict.fromkeys(path for pair in re.findall(r"^diff --git a/(\S+) b/(\S+)$", raw.decode(), re.M)
+                                   for path in pair))
+        assert len(files) >= 178
+    assert [path for path in files if path not in text] == []
+    assert "more (over the ceiling)" not in text
+    assert re.search(r"^\[codeoid\] \S+ \d+, \S+ \d+, ", text, re.M) or \
+        re.search(r"^\[codeoid\] \S+ \+\d+ -\d+, \S+ \+\d+ -\d+, ", text, re.M)
+    assert all(len(line) <= 240 for line in text.splitlines() if line.startswith("[codeoid] ") and ", " in line
+               and "lines cut" not in line and "rule " not in line)
+    assert violations(kind, raw, out) == []
