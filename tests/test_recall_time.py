@@ -41,9 +41,10 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Memory, di
         for days_ago, hour, what, why in FIXES:
             memory.clock = midnight - days_ago * DAY + hour * 3600
             owner = memory.backing(f"b-{what}")
-            memory.user(owner, f"The {what} step crashes on startup. Please fix the crash.")
-            memory.tool(owner, "Bash", {"command": "python -m pytest -q"}, None,
-                        error=f"Exit code 1\nFAILED tests/test_{what}.py::test_startup - crash\n1 failed")
+            ids[f"{what}-prompt"] = memory.user(owner, f"The {what} step crashes on startup. Please fix the crash.")
+            ids[f"{what}-run"] = memory.tool(owner, "Bash", {"command": "python -m pytest -q"}, None,
+                                             error=f"Exit code 1\nFAILED tests/test_{what}.py::test_startup - crash"
+                                                   "\n1 failed")
             ids[what] = memory.assistant(owner, f"Fixed the {what} crash: {why}.")
             ids[f"{what}-commit"] = memory.bash(owner, f"git commit -am 'Fix the {what} crash'",
                                                 f"[main 1a2b3c{len(ids)}] Fix the {what} crash")
@@ -70,8 +71,9 @@ def first_fix(store: tuple[Memory, dict[str, int]], question: str) -> str:
     assert found.signals == "BM25 + semantic"
     names = {episode_id: name for name, episode_id in ids.items()}
     top = [names.get(row["id"], "") for row in found.rows]
-    return next((name.removesuffix("-commit") for name in top if name.removesuffix("-commit") in
-                 {what for _, _, what, _ in FIXES}), f"none of {top}")
+    fixes = {what for _, _, what, _ in FIXES}
+    # any episode of the fix's session answers: its prompt, its failing run, its explanation or its commit
+    return next((name.split("-")[0] for name in top if name.split("-")[0] in fixes), f"none of {top}")
 
 
 @pytest.mark.parametrize(("question", "expected"), [

@@ -235,15 +235,19 @@ def _by_turn(db: sqlite3.Connection, query: str, weights: ranking.RecallWeights,
         row = known.get(episode_id)
         if row is not None and row["turn"] is not None:
             turns.setdefault((str(row["session_id"]), int(row["turn"])), episode_id)
-    members: dict[ranking.TurnKey, list[int]] = {}
-    found: dict[int, Row] = {}
-    for (session, turn), near in turns.items():
-        ids = [int(i) for (i,) in db.execute(
-            "SELECT id FROM episodes WHERE session_id = ? AND id BETWEEN ? AND ? AND turn = ?",
-            (session, near - TURN_REACH, near + TURN_REACH, turn))]
-        found.update(queries.recallable_episodes(db, ids, workspace_id=workspace_id, skip_live_of=skip_live_of,
-                                                 exclude_origins=NOT_RECALLED_ORIGINS, columns=_WEIGHED_COLUMNS))
-        members[(session, turn)] = [i for i in ids if i in found]
+    if not turns:
+        return fused
+    of_turn: dict[ranking.TurnKey, list[int]] = {key: [] for key in turns}
+    clauses = " OR ".join("(session_id = ? AND id BETWEEN ? AND ? AND turn = ?)" for _ in turns)
+    values = [value for (session, turn), near in turns.items()
+              for value in (session, near - TURN_REACH, near + TURN_REACH, turn)]
+    for episode_id, session, turn in db.execute(f"SELECT id, session_id, turn FROM episodes WHERE {clauses}",
+                                                values):
+        of_turn[(str(session), int(turn))].append(int(episode_id))
+    found = queries.recallable_episodes(db, [i for ids in of_turn.values() for i in ids], workspace_id=workspace_id,
+                                        skip_live_of=skip_live_of, exclude_origins=NOT_RECALLED_ORIGINS,
+                                        columns=_WEIGHED_COLUMNS)
+    members = {key: sorted(i for i in ids if i in found) for key, ids in of_turn.items()}
     with_tools = {key: ids for key, ids in members.items() if any(found[i]["kind"] == "tool" for i in ids)}
     rows = {**known, **found}
     turn_of = {i: (str(row["session_id"]), int(row["turn"])) for i, row in rows.items()
