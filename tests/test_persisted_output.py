@@ -114,7 +114,7 @@ def memory_calls(world: dict[str, Any], *calls: tuple[str, dict[str, Any]]) -> l
 def test_a_persisted_output_is_stored_whole_found_by_recall_and_paged_back_exactly(world: dict[str, Any]) -> None:
     whole = big_log()
     assert len(whole) > 190_000 and NEEDLE not in whole[:30_000]
-    assert hook(world, persisted_payload(world, "cat service.log", whole)) is None  # no rule: nothing replaced
+    assert hook(world, persisted_payload(world, "tail -n +1 service.log", whole)) is None  # no rule: nothing replaced
 
     stored = episode(world, "toolu_big1")
     assert stored["text"] == whole and stored["cut"] is None
@@ -147,13 +147,13 @@ def test_only_a_regular_file_in_the_sessions_tool_results_folder_is_read(world: 
                "toolu_dotdot": world["results"] / ".." / ".." / ".." / ".." / "elsewhere.txt",
                "toolu_dir": world["results"]}
     for tool_use_id, path in refused.items():
-        assert hook(world, persisted_payload(world, "cat service.log", whole, tool_use_id=tool_use_id, path=path),
+        assert hook(world, persisted_payload(world, "tail -n +1 service.log", whole, tool_use_id=tool_use_id, path=path),
                     timeout=20) is None  # a FIFO never blocks the hook
         stored = episode(world, tool_use_id)
         assert stored["text"] == whole[:30_000].rstrip("\n"), tool_use_id
         assert stored["cut"] is not None and "could not read" in stored["cut"], (tool_use_id, stored["cut"])
         assert stored["raw_output_id"] is None
-    no_transcript = persisted_payload(world, "cat service.log", whole, tool_use_id="toolu_notranscript")
+    no_transcript = persisted_payload(world, "tail -n +1 service.log", whole, tool_use_id="toolu_notranscript")
     del no_transcript["transcript_path"]
     hook(world, no_transcript)
     assert "could not read" in episode(world, "toolu_notranscript")["cut"]
@@ -161,7 +161,7 @@ def test_only_a_regular_file_in_the_sessions_tool_results_folder_is_read(world: 
 
 def test_past_the_read_cap_the_head_is_stored_and_every_view_says_where_it_was_cut(world: dict[str, Any]) -> None:
     whole = big_log()
-    hook(world, persisted_payload(world, "cat service.log", whole), {persisted.MAX_BYTES_ENV: "100000"})
+    hook(world, persisted_payload(world, "tail -n +1 service.log", whole), {persisted.MAX_BYTES_ENV: "100000"})
     stored = episode(world, "toolu_big1")
     assert stored["text"] == whole[:100_000]
     cut = stored["cut"]
@@ -236,7 +236,7 @@ def test_a_preview_is_never_compressed(world: dict[str, Any]) -> None:
 def test_get_episode_without_lines_answers_a_first_page_and_names_the_next(world: dict[str, Any]) -> None:
     """A 200 KB output asked for with no lines: a page as large as a recall answer, and the call for the rest."""
     whole = big_log()
-    hook(world, persisted_payload(world, "cat service.log", whole))
+    hook(world, persisted_payload(world, "tail -n +1 service.log", whole))
     stored = episode(world, "toolu_big1")
     first, raw_first = memory_calls(world, ("get_episode", {"episode_id": stored["id"]}),
                                     ("get_episode", {"episode_id": "raw-toolu_big1"}))

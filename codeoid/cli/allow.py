@@ -89,7 +89,9 @@ Examples:
               help="Which settings file: yours (user), the project's shared one, or the project's local one.")
 @click.option("--yes", is_flag=True, help="Add it without asking.")
 def allow(rule: str, scope: str, yes: bool) -> None:
-    """Let Claude Code run RULE's commands unasked, so codeoid can compress their output, failures included.
+    """Allow a command so codeoid can compress it.
+
+    Claude Code then runs RULE's commands unasked, and codeoid compresses their output, failures included.
 
     `codeoid discover` names the allow rules that would let codeoid compress most of the window. This adds one to
     Claude Code's settings, on your word: codeoid never widens permissions by itself. A backup of the settings

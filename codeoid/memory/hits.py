@@ -11,7 +11,6 @@ The MCP server's `recall` and `codeoid search` both render through here, each wi
 from __future__ import annotations
 
 import json
-import re
 import sqlite3
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -19,7 +18,7 @@ from dataclasses import dataclass
 
 from codeoid.memory.matched_lines import MatchedLines, matched_lines
 from codeoid.pages import byte_size, estimate_tokens, format_line_range, share_budget, split_lines
-from codeoid.store import queries, raw
+from codeoid.store import raw
 from codeoid.text import agent_label, one_line
 
 # Room for the line that says which lines matched and how to page them.
@@ -28,8 +27,6 @@ SAY_BYTES = 160
 MIN_LINE_BYTES = 64
 # A shown line longer than this shows its head and how many bytes follow; the page call returns it whole.
 LINE_CHARS = 240
-# A prompt's or an answer's line is a paragraph, and the sentence that answers is often past its first 240 bytes.
-PROSE_LINE_CHARS = 640
 # Lines holding query words a hit shows at most (best first), each with its context.
 MOST_MATCHED = 5
 # Context lines shown on each side of a line that holds query words.
@@ -40,10 +37,6 @@ COMMAND_CHARS = 240
 # Raw outputs larger than this are not read through to count their lines for a hit (their size is given instead):
 # counting reads every byte, and a recall must stay fast whatever it finds.
 MAX_COUNTED_RAW_BYTES = 8 << 20
-# A long line is searched for query words by this prefix of each ("glued" finds "glue", "failing" "failed").
-FOCUS_PREFIX = 5
-# Tools whose result is not a command's output: its last line is not where an answer sits.
-_NOT_OUTPUT = frozenset({"Read", "read_file", "read_many_files", "Edit", "MultiEdit", "Write", "NotebookEdit"})
 
 Row = Mapping[str, object]
 # (item id, "82-93") -> how the reader asks for those lines: `get_episode("42", lines="82-93")`, `codeoid show ...`
@@ -86,35 +79,31 @@ def render_hits(head: str, rows: Sequence[Row], *, query: str, budget: int | Non
     raw_outputs = raw_outputs or {}
     notes = notes or {}
     places = places or {}
-    matches = [matched_lines(str(row["text"]), query, chunk=_chunk(row), most=MOST_MATCHED,
-                             output=row["kind"] == "tool" and row.get("tool_name") not in _NOT_OUTPUT)
-               for row in rows]
-    words = _focus_words(query)
+    matches = [matched_lines(str(row["text"]), query, chunk=_chunk(row), most=MOST_MATCHED) for row in rows]
     headers = [_header(row, found, raw_outputs, notes.get(int(str(row["id"]))), places.get(int(str(row["id"]))),
                        page_call) for row, found in zip(rows, matches, strict=True)]
     if budget is None:
-        return _render(head, rows, matches, headers, None, page_call, more_hint, words=words)
+        return _render(head, rows, matches, headers, None, page_call, more_hint)
     shown = len(rows)
     while shown > 1 and (byte_size(head) + byte_size(_left_out_note(rows[shown:], more_hint))
                          + sum(byte_size(header) + SAY_BYTES + MIN_LINE_BYTES for header in headers[:shown])) > budget:
         shown -= 1
     while True:  # the estimate above is close; a hit whose say-line ran long can still tip the total over
-        text = _render(head, rows[:shown], matches, headers, budget, page_call, more_hint, left_out=rows[shown:],
-                       words=words)
+        text = _render(head, rows[:shown], matches, headers, budget, page_call, more_hint, left_out=rows[shown:])
         if byte_size(text) <= budget or shown == 1:
             return text
         shown -= 1
 
 
 def _render(head: str, rows: Sequence[Row], matches: list[MatchedLines], headers: list[str], budget: int | None,
-            page_call: PageCall, more_hint: str, left_out: Sequence[Row] = (), words: Sequence[str] = ()) -> str:
+            page_call: PageCall, more_hint: str, left_out: Sequence[Row] = ()) -> str:
     note = _left_out_note(left_out, more_hint)
     fixed = byte_size(head) + sum(byte_size(header) + 3 for header in headers[:len(rows)]) + byte_size(note) + 2
-    wanted = [_natural_size(str(row["text"]), found, _cap(row)) for row, found in zip(rows, matches, strict=False)]
+    wanted = [_natural_size(str(row["text"]), found) for row, found in zip(rows, matches, strict=False)]
     allowances = share_budget(wanted, max(budget - fixed, 0)) if budget is not None else wanted
     blocks = [head]
     for row, found, header, allowance in zip(rows, matches, headers, allowances, strict=False):
-        blocks.append(header + "\n" + _lines_block(row, found, allowance, page_call, words))
+        blocks.append(header + "\n" + _lines_block(row, found, allowance, page_call))
     if note:
         blocks.append(note)
     return "\n\n".join(blocks)
@@ -193,15 +182,11 @@ def _raw_line(raw_id: str, facts: RawFacts | None, page_call: PageCall) -> str:
             f"bytes; page it with {page_call(raw_id, format_line_range(1, max(1, min(facts.lines, 200))))}")
 
 
-def _cap(row: Row) -> int:
-    return PROSE_LINE_CHARS if row["kind"] in ("user", "assistant") else LINE_CHARS
-
-
-def _natural_size(text: str, found: MatchedLines, cap: int = LINE_CHARS) -> int:
+def _natural_size(text: str, found: MatchedLines) -> int:
     """The bytes a hit's lines take when nothing is cut: what it asks of the shared budget."""
     lines = split_lines(text)
     shown = _with_context(found, set(found.numbers))
-    return SAY_BYTES + _cost(lines, shown, cap)
+    return SAY_BYTES + _cost(lines, shown)
 
 
 def _with_context(found: MatchedLines, chosen: set[int]) -> list[int]:
@@ -211,30 +196,28 @@ def _with_context(found: MatchedLines, chosen: set[int]) -> list[int]:
     return sorted(number for number in around if 1 <= number <= found.total)
 
 
-def _lines_block(row: Row, found: MatchedLines, allowance: int, page_call: PageCall, words: Sequence[str] = ()
-                 ) -> str:
+def _lines_block(row: Row, found: MatchedLines, allowance: int, page_call: PageCall) -> str:
     """The say-line (which lines, why, how to page them) and the numbered lines, within `allowance` bytes: the best
     lines first, each with its context while it fits, then in line order."""
     lines = split_lines(str(row["text"]))
     if not lines:
         return "(empty text)"
     room = allowance - SAY_BYTES
-    cap = _cap(row)
     chosen: list[int] = []
     shown: list[int] = []
     for number in found.numbers:
         for trial in (_with_context(found, {*chosen, number}), sorted({*shown, number})):
-            if not chosen or _cost(lines, trial, cap) <= room:
+            if not chosen or _cost(lines, trial) <= room:
                 chosen.append(number)
                 shown = trial
                 break
-    if _cost(lines, shown, cap) > room and len(shown) > 1:  # even the best line's context does not fit
+    if _cost(lines, shown) > room and len(shown) > 1:  # even the best line's context does not fit
         shown = [chosen[0]]
-    widths = share_budget([min(byte_size(lines[number - 1]), cap) for number in shown],
+    widths = share_budget([min(byte_size(lines[number - 1]), LINE_CHARS) for number in shown],
                           max(room - sum(len(str(number)) + 3 for number in shown), MIN_HEAD_BYTES * len(shown)))
     best = _group_of(shown, chosen[0])
     say = _say(found, sorted(chosen), page_call(str(row["id"]), format_line_range(best[0], best[-1])))
-    return say + "\n" + _numbered(lines, shown, set(chosen) if found.how == "words" else set(shown), widths, words)
+    return say + "\n" + _numbered(lines, shown, set(chosen) if found.how == "words" else set(shown), widths)
 
 
 def _group_of(shown: list[int], number: int) -> list[int]:
@@ -258,67 +241,29 @@ def _say(found: MatchedLines, chosen: list[int], best: str) -> str:
     return f"no line holds a query word (the match is in its input, or by meaning); its first lines ({best}):"
 
 
-def _numbered(lines: list[str], shown: list[int], matched: set[int], widths: list[int],
-              words: Sequence[str] = ()) -> str:
+def _numbered(lines: list[str], shown: list[int], matched: set[int], widths: list[int]) -> str:
     out: list[str] = []
     previous = None
     for number, width in zip(shown, widths, strict=True):
         if previous is not None and number != previous + 1:
             out.append("--")
         mark = ":" if number in matched else "-"
-        out.append(f"{number}{mark} {_clip(lines[number - 1], max(width, MIN_HEAD_BYTES), words)}")
+        out.append(f"{number}{mark} {_clip(lines[number - 1], max(width, MIN_HEAD_BYTES))}")
         previous = number
     return "\n".join(out)
 
 
-def _cost(lines: list[str], shown: list[int], cap: int = LINE_CHARS) -> int:
-    """Bytes the numbered lines take (a `--` gap line included), each cut at `cap` (`LINE_CHARS`)."""
-    return sum(min(byte_size(lines[number - 1]), cap) + len(str(number)) + 6 for number in shown)
+def _cost(lines: list[str], shown: list[int]) -> int:
+    """Bytes the numbered lines take (a `--` gap line included), each cut at `LINE_CHARS`."""
+    return sum(min(byte_size(lines[number - 1]), LINE_CHARS) + len(str(number)) + 6 for number in shown)
 
 
-def _focus_words(query: str) -> list[str]:
-    """The query's content words, cut to a stem-like prefix, that a long line is searched for (`_clip`)."""
-    found = [word.lower()[:FOCUS_PREFIX] for word in re.findall(r"\w+", query)
-             if word.lower() not in queries.STOP_WORDS and len(word) > 2]
-    return list(dict.fromkeys(found))
-
-
-def _clip(line: str, width: int, words: Sequence[str] = ()) -> str:
-    """The line verbatim, or, when it is longer than `width` bytes, its head and how many bytes are left out; or,
-    when the query's words sit further in too, its head and the later stretch that holds the most of them (a
-    paragraph of an explanation whose cause is in its fourth sentence)."""
+def _clip(line: str, width: int) -> str:
+    """The line verbatim, or, when it is longer than `width` bytes, its head and how many bytes are left out."""
     if byte_size(line) <= width:
         return line
-    half = width // 2
-    head_chars = len(line.encode("utf-8", "surrogatepass")[:half].decode("utf-8", "ignore"))
-    window = _best_window(line[head_chars:], half - 40, words)
-    if window is not None:
-        start, end = head_chars + window[0], head_chars + window[1]
-        after = byte_size(line[end:])
-        return (f"{line[:head_chars]}… [{byte_size(line[head_chars:start]):,} bytes] …{line[start:end]}"
-                + (f"… [+{after:,} bytes]" if after else ""))
     head = line.encode("utf-8", "surrogatepass")[:max(width - 16, MIN_HEAD_BYTES)].decode("utf-8", "ignore")
     return f"{head}… [+{byte_size(line) - byte_size(head):,} bytes]"
-
-
-def _best_window(line: str, width: int, words: Sequence[str]) -> tuple[int, int] | None:
-    """The (start, end) characters of the stretch of about `width` bytes that holds the most distinct query words,
-    starting at a word; None when no word is in the line."""
-    if not words or width < MIN_HEAD_BYTES:
-        return None
-    lower = line.lower()
-    hits = sorted((match.start(), word) for word in words for match in re.finditer(re.escape(word), lower))
-    if not hits:
-        return None
-    best, best_count = None, 0
-    for at, _ in hits:
-        start = max(0, at - width // 4)
-        start = lower.rfind(" ", 0, start) + 1 if start else 0
-        end = start + width
-        count = len({word for position, word in hits if start <= position < end})
-        if count > best_count:
-            best, best_count = (start, min(len(line), end)), count
-    return best
 
 
 def _ranges(numbers: Sequence[int]) -> str:

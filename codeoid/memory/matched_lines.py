@@ -36,42 +36,19 @@ class MatchedLines:
     searched: int  # lines searched for the words (all of them unless the episode is longer than MAX_SEARCHED_LINES)
 
 
-def matched_lines(text: str, query: str, *, chunk: tuple[int, int] | None = None, most: int = 8,
-                  output: bool = False) -> MatchedLines:
+def matched_lines(text: str, query: str, *, chunk: tuple[int, int] | None = None, most: int = 8) -> MatchedLines:
     """At most `most` lines of `text` to show for `query`: the best lines holding its words, else the matched
-    chunk's lines (`chunk`: first and last line), else the first lines.
-
-    Words and meaning together: of the lines holding query words, those inside the chunk the vector index
-    matched (the part of the episode nearest the question in meaning) come first. For a command's `output`,
-    its last line (a test run's summary, the exception a traceback ends in), when it holds a query word, is the
-    second line shown: the line that answers "how many failed" is there more often than anywhere else."""
+    chunk's lines (`chunk`: first and last line), else the first lines."""
     lines = split_lines(text)
     searched = min(len(lines), MAX_SEARCHED_LINES)
-    numbers = _lines_with_words(lines[:searched], query, most * (20 if chunk is not None else 4))
+    numbers = _lines_with_words(lines[:searched], query, most)
     if numbers:
-        if chunk is not None:
-            inside = [n for n in numbers if chunk[0] <= n <= chunk[1]]
-            numbers = inside + [n for n in numbers if n not in inside]
-        if output and len(lines) > most:
-            last = _last_line(lines)
-            if last is not None and last not in numbers[:1] and (
-                    last in numbers or last <= searched and _lines_with_words([lines[last - 1]], query, 1)):
-                numbers = [n for n in numbers if n != last]
-                numbers.insert(1, last)
-        return MatchedLines(tuple(numbers[:most]), "words", len(lines), searched)
+        return MatchedLines(tuple(numbers), "words", len(lines), searched)
     if chunk is not None and 1 <= chunk[0] <= len(lines):
         last = min(chunk[1], len(lines))
         return MatchedLines(tuple(range(chunk[0], min(last, chunk[0] + most - 1) + 1)), "meaning", len(lines),
                             searched)
     return MatchedLines(tuple(range(1, min(len(lines), most) + 1)), "start", len(lines), searched)
-
-
-def _last_line(lines: Sequence[str]) -> int | None:
-    """The number of the last line that is not blank."""
-    for number in range(len(lines), 0, -1):
-        if lines[number - 1].strip():
-            return number
-    return None
 
 
 def _lines_with_words(lines: Sequence[str], query: str, most: int) -> list[int]:

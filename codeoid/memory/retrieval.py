@@ -73,8 +73,6 @@ def recall_ranked(db: sqlite3.Connection, query: str, *, workspace_id: int | Non
     """
     weights = weights or ranking.RecallWeights.from_env()
     pool = max(limit, weights.candidates)
-    cue = ranking.query_time(query) if weights.zscore else ranking.TimeCue()
-    asked, query = query, (cue.rest or query) if cue else query  # episodes match what is asked, not when
     dense_beside = _dense_beside(db, query, workspace_id, pool) if weights.dense else None
     lexical, lexical_stats = _lexical_candidates(db, query, workspace_id, pool, skip_live_of, weights.columns()) \
         if weights.bm25 else ([], queries.LexicalStats(0.0, 0.0, 0))
@@ -99,10 +97,6 @@ def recall_ranked(db: sqlite3.Connection, query: str, *, workspace_id: int | Non
         if weights.zscore and weights.neighbours else ({}, {})
     fused = _fuse(query, weights, lexical, lexical_stats, pool, best_chunk, dense.standardiser,
                   {**weighed, **by_id}, neighbours)
-    if cue:
-        fused = _in_time(db, cue, weights, fused, {**weighed, **by_id}, workspace_id, skip_live_of)
-    if weights.zscore and weights.turn:
-        fused = _by_turn(db, asked, weights, fused, {**weighed, **by_id}, limit, workspace_id, skip_live_of)
     if weights.zscore:
         fused = [(episode_id, score) for episode_id, score in fused if score >= SCORE_FLOOR]
     by_id.update(queries.recallable_episodes(db, [i for i, _ in fused[:limit] if i not in by_id],
@@ -138,123 +132,10 @@ def _tool_neighbours(db: sqlite3.Connection, ids: list[int], by_id: dict[int, Ro
         db, [i for others in near.values() for i in others if i not in by_id], workspace_id=workspace_id,
         skip_live_of=skip_live_of, exclude_origins=NOT_RECALLED_ORIGINS,
         columns="e.id, e.kind, e.created_at, e.paths, e.tool_name, substr(e.original_command, 1, 40)"
-                " AS original_command, e.is_error")
+                " AS original_command")
     known = {**weighed, **by_id}
     return ({episode_id: [i for i in others if i in known and known[i]["kind"] == "tool"]
              for episode_id, others in near.items()}, weighed)
-
-
-# Turns looked at as units (`ranking.by_turn`): those of the best candidates, as many as a page of hits and more.
-TURNS_WEIGHED = 3
-# How far (in episode ids) around a candidate its turn's other episodes are looked for; a turn longer than this
-# is seen in part.
-TURN_REACH = 120
-_WEIGHED_COLUMNS = ("e.id, e.kind, e.created_at, e.paths, e.tool_name, substr(e.original_command, 1, 40)"
-                    " AS original_command, e.session_id, e.turn, e.is_error")
-
-
-# Episodes of the time or session a query names, taken as candidates even when no word of theirs matches.
-TIME_CANDIDATES = 80
-
-
-def _in_time(db: sqlite3.Connection, cue: ranking.TimeCue, weights: ranking.RecallWeights,
-             fused: list[tuple[int, float]], known: dict[int, Row], workspace_id: int | None,
-             skip_live_of: str | None) -> list[tuple[int, float]]:
-    """`fused` with the episodes of the window, session or side of an event the query names added as candidates
-    (at the score floor) and the bonuses of `ranking.in_time`. The event of "before X" / "after X" is X's best
-    BM25 match; its own turn earns nothing from it."""
-    where = ["e.workspace_id IS ?" if workspace_id is None else "e.workspace_id = ?"]
-    params: list[object] = [workspace_id]
-    sessions: list[str] = []
-    if cue.session or cue.previous_session:
-        sessions = _named_sessions(db, cue, workspace_id, skip_live_of)
-    event = None
-    event_turn = None
-    if cue.anchor:
-        found, _ = queries.search_context(db, cue.anchor, workspace_id=workspace_id, limit=1,
-                                          skip_live_of=skip_live_of, exclude_origins=NOT_RECALLED_ORIGINS)
-        if found:
-            event, event_turn = float(found[0]["created_at"]), (found[0]["session_id"], found[0]["turn"])
-    extra: list[int] = []
-    windows: list[tuple[str, list[object]]] = []
-    if cue.start is not None and cue.end is not None:
-        windows.append(("e.created_at >= ? AND e.created_at < ?", [cue.start, cue.end]))
-    if sessions:
-        windows.append((f"e.session_id IN ({', '.join('?' for _ in sessions)})", [*sessions]))
-    if event is not None:
-        windows.append(("e.created_at > ?", [event]) if cue.side == "after" else ("e.created_at < ?", [event]))
-    for clause, values in windows:
-        order = "DESC" if clause == "e.created_at < ?" else "ASC"  # the episodes nearest the event
-        extra += [int(i) for (i,) in db.execute(
-            f"SELECT e.id FROM episodes e WHERE {' AND '.join([*where, clause])} ORDER BY e.id {order} LIMIT ?",
-            [*params, *values, TIME_CANDIDATES])]
-    scores = dict(fused)
-    new = [i for i in dict.fromkeys(extra) if i not in scores]
-    rows = {**known, **queries.recallable_episodes(
-        db, [i for i in (*new, *scores) if i not in known or "turn" not in known[i]], workspace_id=workspace_id,
-        skip_live_of=skip_live_of, exclude_origins=NOT_RECALLED_ORIGINS, columns=_WEIGHED_COLUMNS)}
-    candidates = [*fused, *((i, SCORE_FLOOR - 0.5) for i in new if i in rows)]
-    known.update({i: rows[i] for i in new if i in rows})
-    named = set(sessions)
-    in_event_turn = {i for i, row in rows.items() if event_turn is not None and "turn" in row
-                     and (row["session_id"], row["turn"]) == event_turn}
-    return ranking.in_time(
-        candidates, cue, created_at={i: float(row["created_at"]) for i, row in rows.items() if i not in in_event_turn}
-        if event is not None else {i: float(row["created_at"]) for i, row in rows.items()},
-        in_session={i: row.get("session_id") in named for i, row in rows.items()}, event=event,
-        turn_of={i: (str(row["session_id"]), int(row["turn"])) for i, row in rows.items()
-                 if "turn" in row and row["turn"] is not None}, weights=weights)
-
-
-def _named_sessions(db: sqlite3.Connection, cue: ranking.TimeCue, workspace_id: int | None,
-                    skip_live_of: str | None) -> list[str]:
-    """The session "session N" names (the Nth of the workspace in time order), or "the previous session" (the
-    latest other than the caller's own)."""
-    if cue.previous_session:
-        found = db.execute("SELECT session_id FROM episodes WHERE workspace_id IS ? AND backing_session_id IS NOT ?"
-                           " ORDER BY id DESC LIMIT 1", (workspace_id, skip_live_of)).fetchone()
-        return [str(found[0])] if found else []
-    ordered = [str(session) for (session,) in db.execute(
-        "SELECT session_id FROM episodes WHERE workspace_id IS ? GROUP BY session_id ORDER BY min(id)",
-        (workspace_id,))]
-    return [ordered[cue.session - 1]] if cue.session and 0 < cue.session <= len(ordered) else []
-
-
-def _by_turn(db: sqlite3.Connection, query: str, weights: ranking.RecallWeights, fused: list[tuple[int, float]],
-             known: dict[int, Row], limit: int, workspace_id: int | None, skip_live_of: str | None
-             ) -> list[tuple[int, float]]:
-    """`fused` with the turns of its best candidates as units (`ranking.by_turn`): each such turn's episodes that
-    recall may return, read by what ranking weighs (kind, tool, command head), and the turns that hold a tool
-    call (a conversation's turns are each their own answer and stay as they are)."""
-    top = [episode_id for episode_id, _ in fused[:max(limit, 5) * TURNS_WEIGHED]]
-    missing = [i for i in top if i not in known or "turn" not in known[i]]
-    known = {**known, **queries.recallable_episodes(db, missing, workspace_id=workspace_id, skip_live_of=skip_live_of,
-                                                    exclude_origins=NOT_RECALLED_ORIGINS, columns=_WEIGHED_COLUMNS)}
-    turns: dict[ranking.TurnKey, int] = {}
-    for episode_id in top:
-        row = known.get(episode_id)
-        if row is not None and row["turn"] is not None:
-            turns.setdefault((str(row["session_id"]), int(row["turn"])), episode_id)
-    if not turns:
-        return fused
-    of_turn: dict[ranking.TurnKey, list[int]] = {key: [] for key in turns}
-    clauses = " OR ".join("(session_id = ? AND id BETWEEN ? AND ? AND turn = ?)" for _ in turns)
-    values = [value for (session, turn), near in turns.items()
-              for value in (session, near - TURN_REACH, near + TURN_REACH, turn)]
-    for episode_id, session, turn in db.execute(f"SELECT id, session_id, turn FROM episodes WHERE {clauses}",
-                                                values):
-        of_turn[(str(session), int(turn))].append(int(episode_id))
-    found = queries.recallable_episodes(db, [i for ids in of_turn.values() for i in ids], workspace_id=workspace_id,
-                                        skip_live_of=skip_live_of, exclude_origins=NOT_RECALLED_ORIGINS,
-                                        columns=_WEIGHED_COLUMNS)
-    members = {key: sorted(i for i in ids if i in found) for key, ids in of_turn.items()}
-    with_tools = {key: ids for key, ids in members.items() if any(found[i]["kind"] == "tool" for i in ids)}
-    rows = {**known, **found}
-    turn_of = {i: (str(row["session_id"]), int(row["turn"])) for i, row in rows.items()
-               if "turn" in row and row["turn"] is not None}
-    roles = {i: ranking.role_of(row["kind"], row["tool_name"], row["original_command"], row.get("is_error"))
-             for i, row in rows.items()}
-    return ranking.by_turn(fused, turn_of=turn_of, members=with_tools, roles=roles, query=query, weights=weights)
 
 
 @dataclass(frozen=True)
@@ -279,8 +160,7 @@ def _fuse(query: str, weights: ranking.RecallWeights, lexical: list[Row], lexica
                                   lexical_stats.squares, lexical_stats.corpus, cut=len(lexical) >= pool),
         ranking.DenseCandidates({i: 1.0 - hit.distance for i, hit in best_chunk.items()}, centre, spread),
         created_at=created_at, paths=paths,
-        roles={i: ranking.role_of(row["kind"], row["tool_name"], row["original_command"], row.get("is_error"))
-               for i, row in by_id.items()},
+        roles={i: ranking.role_of(row["kind"], row["tool_name"], row["original_command"]) for i, row in by_id.items()},
         query=query, weights=weights, neighbours=neighbours)
 
 

@@ -32,7 +32,7 @@ def test_a_needle_in_the_middle_of_a_200_kb_output_is_recalled_and_paged_back_ex
     assert len(log) > 190_000
     (rig.project / "service.log").write_text(log)
     rig.install_codeoid()
-    call = bash("cat service.log")
+    call = bash("tail -n +1 service.log")
     found: dict[str, Any] = {}
 
     def recall(body: dict[str, Any]) -> Reply:
