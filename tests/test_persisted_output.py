@@ -147,8 +147,8 @@ def test_only_a_regular_file_in_the_sessions_tool_results_folder_is_read(world: 
                "toolu_dotdot": world["results"] / ".." / ".." / ".." / ".." / "elsewhere.txt",
                "toolu_dir": world["results"]}
     for tool_use_id, path in refused.items():
-        assert hook(world, persisted_payload(world, "tail -n +1 service.log", whole, tool_use_id=tool_use_id, path=path),
-                    timeout=20) is None  # a FIFO never blocks the hook
+        payload = persisted_payload(world, "tail -n +1 service.log", whole, tool_use_id=tool_use_id, path=path)
+        assert hook(world, payload, timeout=20) is None  # a FIFO never blocks the hook
         stored = episode(world, tool_use_id)
         assert stored["text"] == whole[:30_000].rstrip("\n"), tool_use_id
         assert stored["cut"] is not None and "could not read" in stored["cut"], (tool_use_id, stored["cut"])
