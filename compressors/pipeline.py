@@ -115,6 +115,16 @@ class _Gap:
         self.reasons: dict[str, int] = {}
 
 
+def _fold_into_gap(elements: list[_Entry | _Gap], entry: _Entry) -> None:
+    """Count an omitted line (and its repeats) into the gap that ends `elements`, opening one if none does."""
+    gap = elements[-1] if elements and isinstance(elements[-1], _Gap) else None
+    if gap is None:
+        gap = _Gap(entry.lineno)
+        elements.append(gap)
+    gap.last = entry.lineno + entry.repeats
+    gap.reasons[entry.reason] = gap.reasons.get(entry.reason, 0) + 1 + entry.repeats
+
+
 class _ItemState:
     __slots__ = ("name", "total", "counted", "seen", "omitted", "tail", "tallies", "fields", "first", "last")
 
@@ -725,12 +735,7 @@ class Pipeline:
             return
         decided = self._decided
         if entry.state == OMIT:
-            gap = decided[-1] if decided and isinstance(decided[-1], _Gap) else None
-            if gap is None:
-                gap = _Gap(entry.lineno)
-                decided.append(gap)
-            gap.last = entry.lineno + entry.repeats
-            gap.reasons[entry.reason] = gap.reasons.get(entry.reason, 0) + 1 + entry.repeats
+            _fold_into_gap(decided, entry)
             return
         decided.append(entry)
         self._decided_bytes += len(entry.line) + 1
@@ -993,12 +998,7 @@ class Pipeline:
         size = 0
         for element in self._decided:
             if isinstance(element, _Entry) and element.state == OMIT:
-                gap = compacted[-1] if compacted and isinstance(compacted[-1], _Gap) else None
-                if gap is None:
-                    gap = _Gap(element.lineno)
-                    compacted.append(gap)
-                gap.last = element.lineno + element.repeats
-                gap.reasons[element.reason] = gap.reasons.get(element.reason, 0) + 1 + element.repeats
+                _fold_into_gap(compacted, element)
                 continue
             compacted.append(element)
             if isinstance(element, _Entry):
