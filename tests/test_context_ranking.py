@@ -15,14 +15,13 @@ import pytest
 
 from codeoid import paths
 from codeoid.memory import corpus_stats
+from codeoid.memory.actions import query_roles, role_of, tags_of
 from codeoid.memory.ranking import (
     DenseCandidates,
     LexicalCandidates,
     RecallWeights,
     fuse_z,
     query_dates,
-    query_roles,
-    role_of,
 )
 from codeoid.store import capture, context_index, db, queries, retraction
 from codeoid.workspace import identify
@@ -175,12 +174,12 @@ def test_z_fusion_prefers_the_signal_that_is_sure_and_a_zero_weight_leaves_a_sig
     # Dense is sure of 3 (far above this query's corpus mean), lukewarm about 1.
     dense = DenseCandidates({3: 0.62, 1: 0.31}, centre=0.2, spread=0.08)
     weights = RecallWeights(recency=0.0, path=0.0)
-    fused = fuse_z(lexical, dense, created_at={}, paths={}, roles={}, query="q", weights=weights, now=0.0)
+    fused = fuse_z(lexical, dense, created_at={}, paths={}, tags={}, query="q", weights=weights, now=0.0)
     assert fused[0][0] == 3
-    bm25_only = fuse_z(lexical, dense, created_at={}, paths={}, roles={}, query="q",
+    bm25_only = fuse_z(lexical, dense, created_at={}, paths={}, tags={}, query="q",
                        weights=RecallWeights(dense=0.0, recency=0.0, path=0.0), now=0.0)
     assert [i for i, _ in bm25_only] == [1, 2, 3]
-    dense_only = fuse_z(lexical, dense, created_at={}, paths={}, roles={}, query="q",
+    dense_only = fuse_z(lexical, dense, created_at={}, paths={}, tags={}, query="q",
                         weights=RecallWeights(bm25=0.0, recency=0.0, path=0.0), now=0.0)
     assert [i for i, _ in dense_only] == [3, 1]
 
@@ -196,12 +195,13 @@ def test_meaning_a_turn_is_sure_of_reaches_the_tool_calls_beside_it() -> None:
     # The explanation (10) reads like the paraphrased question; the edit after it (11) does not, and only the
     # words of look-alike edits elsewhere (20 and others) match the question at all. 9 is the prompt before it.
     lexical, dense = _matches(20, 3.0), DenseCandidates({10: 0.95, 30: 0.35}, centre=0.2, spread=0.08)
-    roles = {9: "user", 10: "assistant", 11: "change", 30: "assistant", 31: "run"}
+    roles = {9: {"user"}, 10: {"assistant"}, 11: {"change"}, 30: {"assistant"}, 31: {"run", "passed"}}
+    tags = {episode_id: frozenset(names) for episode_id, names in roles.items()}
     plain = RecallWeights(recency=0.0, path=0.0, role=0.0)
-    without = fuse_z(lexical, dense, created_at={}, paths={}, roles=roles, query="q", now=0.0,
+    without = fuse_z(lexical, dense, created_at={}, paths={}, tags=tags, query="q", now=0.0,
                      weights=RecallWeights(recency=0.0, path=0.0, role=0.0, neighbours=0.0), neighbours={10: [11]})
     assert 11 not in dict(without)
-    fused = fuse_z(lexical, dense, created_at={}, paths={}, roles=roles, query="q", weights=plain, now=0.0,
+    fused = fuse_z(lexical, dense, created_at={}, paths={}, tags=tags, query="q", weights=plain, now=0.0,
                    neighbours={10: [9, 11], 30: [31]})
     assert [i for i, _ in fused[:3]] == [11, 10, 20]
     assert dict(fused)[11] == dict(fused)[10]  # lent whole (weight 1): as sure as the lender
@@ -213,9 +213,9 @@ def test_an_exact_word_match_no_longer_silences_a_sure_meaning() -> None:
     # Over a corpus where most episodes score 0, the best word match stands far out (z ~ 8); the turn the question
     # paraphrases (2) is the one meaning is sure of.
     lexical, dense = _matches(1, 6.0), DenseCandidates({2: 0.95, 1: 0.2}, centre=0.2, spread=0.08)
-    whole = fuse_z(lexical, dense, created_at={}, paths={}, roles={}, query="q", now=0.0,
+    whole = fuse_z(lexical, dense, created_at={}, paths={}, tags={}, query="q", now=0.0,
                    weights=RecallWeights(recency=0.0, path=0.0, bm25_root=0))
-    rooted = fuse_z(lexical, dense, created_at={}, paths={}, roles={}, query="q", now=0.0,
+    rooted = fuse_z(lexical, dense, created_at={}, paths={}, tags={}, query="q", now=0.0,
                     weights=RecallWeights(recency=0.0, path=0.0))
     assert whole[0][0] == 1 and rooted[0][0] == 2
     # The root keeps BM25's own order.
@@ -228,9 +228,9 @@ def test_role_cues_name_whose_turn_a_question_wants() -> None:
     assert query_roles("the traceback of the parser test") == {"run"}
     assert query_roles("the diff where we stopped retrying on 404") == {"change"}
     assert query_roles("the read of src/parser.py around tokenize") == {"read"}
-    assert query_roles("the parser crashes on tabs") == set()
+    assert query_roles("the parser and its handling of tabs") == set()
     lexical = LexicalCandidates({1: 2.0, 2: 2.0}, total=4.0, squares=8.0, corpus=100, cut=False)
-    fused = fuse_z(lexical, DenseCandidates({}), created_at={}, paths={}, roles={1: "user", 2: "assistant"},
+    fused = fuse_z(lexical, DenseCandidates({}), created_at={}, paths={}, tags={1: frozenset({"user"}), 2: frozenset({"assistant"})},
                    query="what did you recommend", weights=RecallWeights(dense=0.0, recency=0.0, role=0.5), now=0.0)
     assert fused[0][0] == 2
 
@@ -243,15 +243,16 @@ def test_a_question_naming_an_edit_puts_the_edit_above_reads_and_runs_of_the_sam
     assert role_of("tool", "Bash", "cat src/retry.py") == "read"
     assert role_of("tool", "Grep", None) == "tool" and role_of("assistant", None, None) == "assistant"
     lexical = LexicalCandidates({1: 6.0, 2: 4.0, 3: 5.0}, total=15.0, squares=77.0, corpus=100, cut=False)
-    roles = {1: role_of("tool", "Read", None), 2: role_of("tool", "Edit", None), 3: role_of("tool", "Bash", "pytest")}
+    tags = {1: tags_of("tool", "Read", None, False), 2: tags_of("tool", "Edit", None, False),
+            3: tags_of("tool", "Bash", "pytest", True)}
     weights = RecallWeights(dense=0.0, recency=0.0)
-    asked = fuse_z(lexical, DenseCandidates({}), created_at={}, paths={}, roles=roles, query="the diff where we "
+    asked = fuse_z(lexical, DenseCandidates({}), created_at={}, paths={}, tags=tags, query="the diff where we "
                    "stopped retrying on 404", weights=weights, now=0.0)
     assert asked[0][0] == 2
-    failing = fuse_z(lexical, DenseCandidates({}), created_at={}, paths={}, roles=roles, query="the traceback when "
+    failing = fuse_z(lexical, DenseCandidates({}), created_at={}, paths={}, tags=tags, query="the traceback when "
                      "retrying on 404", weights=weights, now=0.0)
     assert failing[0][0] == 3
-    plain = fuse_z(lexical, DenseCandidates({}), created_at={}, paths={}, roles=roles, query="stopped retrying on "
+    plain = fuse_z(lexical, DenseCandidates({}), created_at={}, paths={}, tags=tags, query="stopped retrying on "
                    "404", weights=weights, now=0.0)
     assert [i for i, _ in plain] == [1, 3, 2]
 
@@ -266,10 +267,10 @@ def test_a_question_naming_a_day_puts_that_days_turn_first() -> None:
     dense = DenseCandidates({1: 0.50, 2: 0.48}, centre=0.2, spread=0.1)
     asked = "what did we say about the hiking trip on May 13?"
     for weights, first in ((RecallWeights(recency=0.0, date=0.0), 1), (RecallWeights(recency=0.0, date=1.0), 2)):
-        fused = fuse_z(lexical, dense, created_at={1: may_2, 2: may_13}, paths={}, roles={}, query=asked,
+        fused = fuse_z(lexical, dense, created_at={1: may_2, 2: may_13}, paths={}, tags={}, query=asked,
                        weights=weights, now=may_13)
         assert fused[0][0] == first
-    plain = fuse_z(lexical, dense, created_at={1: may_2, 2: may_13}, paths={}, roles={},
+    plain = fuse_z(lexical, dense, created_at={1: may_2, 2: may_13}, paths={}, tags={},
                    query="what did we say about the hiking trip?", weights=RecallWeights(recency=0.0, date=1.0),
                    now=may_13)
     assert plain[0][0] == 1  # no day named, no bonus

@@ -327,8 +327,11 @@ def test_a_paraphrase_of_the_explanation_finds_the_edit_beside_it(memory: Memory
         return [row["id"] for row in retrieval.recall_ranked(memory.db, question, workspace_id=workspace_id,
                                                              limit=3).rows]
 
-    assert edit in top()  # it borrows the meaning of the explanation beside it
-    assert edit not in top(NEIGHBOURS="0")  # on its own, its code reads like none of the question
+    assert edit in top()  # it borrows the meaning of the explanation beside it, and its turn's best score
+    assert edit in top(NEIGHBOURS="0")  # its turn alone lends it the prompt's score: "fixed" names an edit
+    # With neither (turns left out) and no bonus for an edit when "fixed" names one, its code reads like none of the
+    # question.
+    assert edit not in top(TURN_LEND="0", TURN_REPEAT="0", ROLE="0")
 
 
 def test_a_question_naming_an_action_finds_that_call_not_the_reads_of_its_file(memory: Memory,

@@ -19,6 +19,12 @@ import re
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
+from typing import TYPE_CHECKING
+
+from codeoid.memory import actions
+
+if TYPE_CHECKING:
+    from codeoid.memory.when import Resolved
 
 _PATH_LIKE = re.compile(r"[\w.~\-]*/[\w.\-/]+|[\w\-]+\.[A-Za-z][\w]{0,7}\b")
 SECONDS_PER_DAY = 86400.0
@@ -58,6 +64,14 @@ class RecallWeights:
     bm25_near: float = 1.0
     bm25_mid: float = 0.5
     bm25_far: float = 0.25
+    # z-score fusion: turns of work as a unit (`codeoid.memory.turns.TurnWeights`); `turn_lend=0` and
+    # `turn_repeat=0` leave turns out.
+    turn_lend: float = 1.0
+    turn_prompt: float = 1.0
+    turn_repeat: float = 0.3
+    turn_explanation: float = 1.5
+    # z-score fusion: bonus for an episode the question's time and order words point at (`codeoid.memory.when`)
+    time: float = 5.0
 
     def columns(self) -> tuple[float, float, float, float]:
         return self.bm25_self, self.bm25_near, self.bm25_mid, self.bm25_far
@@ -164,51 +178,6 @@ def fuse(bm25: Sequence[int], dense: Sequence[int], *, created_at: Mapping[int, 
     return sorted(scores.items(), key=lambda item: (-item[1], -item[0]))
 
 
-# What a question says about whose turn it wants ("what did I ask", "you suggested"), or, for a tool call, what
-# kind of action: "the diff", "the edit" want a change; "the traceback", "the failure output" a command's run;
-# "the read of" a file read. In a coding session the same file is read, edited and tested many times, and the
-# read of a file matches a question about its edit by every word of the file.
-_ASKED = r"(say|said|ask|asked|write|wrote|tell|told|mention|mentioned|want|wanted|request|requested|type|typed)"
-_ANSWERED = (r"(say|said|suggest|suggested|answer|answered|tell|told|recommend|recommended|propose|proposed|explain"
-             r"|explained|write|wrote|mention|mentioned|reply|replied|think|thought|conclude|concluded)")
-_ROLE_CUES = {
-    "user": re.compile(rf"\b(i|we)\s+(\w+\s+)?{_ASKED}\b|\b(my|our)\s+(question|prompt|request)\b"
-                       r"|\bthe user\b", re.IGNORECASE),
-    "assistant": re.compile(rf"\b(you|claude)\s+(\w+\s+)?{_ANSWERED}\b|\byour\s+(answer|suggestion|explanation"
-                            r"|reply|advice|plan)\b", re.IGNORECASE),
-    "change": re.compile(r"\b(diffs?|edit(s|ed)?|chang(e|es|ed)|patch(es|ed)?|modif(y|ied|ication))\b", re.IGNORECASE),
-    "run": re.compile(r"\b(output|traceback|stack ?trace|stderr|stdout|error message|exit (code|status)|test run"
-                      r"|failures?|fail(ed|ing)|log)\b", re.IGNORECASE),
-    "read": re.compile(r"\b(the read|we read|opened|contents of)\b", re.IGNORECASE),
-}
-# Tool names of each action, as Claude Code, Codex and Gemini CLI record them; any other tool (a search, an MCP
-# tool) is plain `tool`, which no cue names.
-_CHANGE_TOOLS = frozenset({"Edit", "MultiEdit", "Write", "NotebookEdit", "apply_patch", "replace", "write_file"})
-_READ_TOOLS = frozenset({"Read", "read_file", "read_many_files"})
-_RUN_TOOLS = frozenset({"Bash", "shell", "exec_command", "run_shell_command"})
-_SHOWS_A_CHANGE = re.compile(r"\s*git\s+(diff|show)\b")
-_PRINTS_A_FILE = re.compile(r"\s*cat\s")  # as `recall_file` counts a read
-TOOL_ROLES = frozenset({"change", "read", "run", "tool"})
-
-
-def query_roles(query: str) -> set[str]:
-    """The roles a query names (`user`, `assistant`, or a tool call's `change`, `run`, `read`), by plain cues;
-    usually none."""
-    return {role for role, cue in _ROLE_CUES.items() if cue.search(query)}
-
-
-def role_of(kind: str, tool_name: str | None, command: str | None) -> str:
-    """An episode's role for `query_roles`: its kind for a prompt or an answer, what it did for a tool call (a
-    `git diff` or `git show` shows a change, a `cat` reads)."""
-    if kind != "tool":
-        return kind
-    if tool_name in _CHANGE_TOOLS or (tool_name in _RUN_TOOLS and _SHOWS_A_CHANGE.match(command or "")):
-        return "change"
-    if tool_name in _READ_TOOLS or (tool_name in _RUN_TOOLS and _PRINTS_A_FILE.match(command or "")):
-        return "read"
-    return "run" if tool_name in _RUN_TOOLS else "tool"
-
-
 @dataclass(frozen=True)
 class LexicalCandidates:
     """One query's BM25 candidates, best first, with the corpus-wide sums of its scores (every episode that does
@@ -267,44 +236,78 @@ class DenseCandidates:
 
 
 def fuse_z(lexical: LexicalCandidates, dense: DenseCandidates, *, created_at: Mapping[int, float],
-           paths: Mapping[int, Sequence[str]], roles: Mapping[int, str], query: str, weights: RecallWeights,
-           now: float | None = None, neighbours: Mapping[int, Sequence[int]] | None = None,
+           paths: Mapping[int, Sequence[str]], tags: Mapping[int, frozenset[str]], query: str,
+           weights: RecallWeights, now: float | None = None, neighbours: Mapping[int, Sequence[int]] | None = None,
            ) -> list[tuple[int, float]]:
-    """Candidates of both signals scored `bm25 * z_bm25 + dense * z_cosine` plus bonuses in z units, best first.
-    A signal weighted 0 brings no candidates and no score (`dense=0` is BM25 alone). `neighbours` are each dense
-    candidate's session neighbours that recall may return: the tool calls among them become candidates too, scored
-    with the meaning they borrow (`weights.neighbours`); none are passed, none are borrowed. `roles` are the
-    candidates' (`role_of`): the role bonus goes to those of a role the query names."""
-    now = time.time() if now is None else now
-    candidates: dict[int, None] = {}
-    if weights.bm25:
-        candidates.update(dict.fromkeys(lexical.scores))
-    borrowed: dict[int, float] = {}
-    if weights.dense:
-        candidates.update(dict.fromkeys(dense.cosines))
-        if weights.neighbours and neighbours:
-            for episode_id, near in neighbours.items():
-                lent = weights.neighbours * dense.z(episode_id)
-                for other in near:
-                    if roles.get(other) in TOOL_ROLES:
-                        borrowed[other] = max(borrowed.get(other, lent), lent)
-                        candidates.setdefault(other, None)
-    wanted = query_paths(query)
-    wanted_roles = query_roles(query)
-    days = query_dates(query) if weights.date else set()
-    fused = []
-    for episode_id in candidates:
+    """Candidates of both signals scored `bm25 * z_bm25 + dense * z_cosine` plus bonuses in z units, best first
+    (`ZFusion.fuse`)."""
+    return ZFusion(lexical, dense, query=query, weights=weights, now=now).fuse(
+        created_at=created_at, paths=paths, tags=tags, neighbours=neighbours)
+
+
+class ZFusion:
+    """One query's z-score fusion: any episode scored the same way, a candidate of either signal or not (an episode
+    neither signal retrieved counts as their last candidate; `codeoid.memory.turns` scores a turn's other
+    episodes so)."""
+
+    def __init__(self, lexical: LexicalCandidates, dense: DenseCandidates, *, query: str, weights: RecallWeights,
+                 now: float | None = None, when: Resolved | None = None) -> None:
+        self.lexical, self.dense, self.weights, self.when = lexical, dense, weights, when
+        self.now = time.time() if now is None else now
+        self.asked = actions.asked(query)
+        self._paths = query_paths(query)
+        self._days = query_dates(query) if weights.date else set()
+        self._borrowed: dict[int, float] = {}
+
+    def fuse(self, *, created_at: Mapping[int, float], paths: Mapping[int, Sequence[str]],
+             tags: Mapping[int, frozenset[str]], neighbours: Mapping[int, Sequence[int]] | None = None,
+             sessions: Mapping[int, str] | None = None, extra: Sequence[int] = ()) -> list[tuple[int, float]]:
+        """The candidates of both signals, best first. A signal weighted 0 brings no candidates and no score
+        (`dense=0` is BM25 alone). `neighbours` are each dense candidate's session neighbours that recall may
+        return: the tool calls among them become candidates too, scored with the meaning they borrow
+        (`weights.neighbours`); none are passed, none are borrowed. `tags` are the candidates'
+        (`actions.tags_of`): the role bonus goes to those that fit what the query names. `extra` are ranked too
+        though neither signal found them (what the question's time words point at); `sessions` are the session
+        of each, which those words may name."""
+        weights = self.weights
+        candidates: dict[int, None] = {}
+        if weights.bm25:
+            candidates.update(dict.fromkeys(self.lexical.scores))
+        if weights.dense:
+            candidates.update(dict.fromkeys(self.dense.cosines))
+            if weights.neighbours and neighbours:
+                candidates.update(dict.fromkeys(self.lend_meaning(neighbours, tags)))
+        candidates.update(dict.fromkeys(extra))
+        sessions = sessions or {}
+        fused = [(episode_id, self.score(episode_id, created_at.get(episode_id), paths.get(episode_id, ()),
+                                         tags.get(episode_id, frozenset()), sessions.get(episode_id)))
+                 for episode_id in candidates]
+        return sorted(fused, key=lambda item: (-item[1], -item[0]))
+
+    def lend_meaning(self, neighbours: Mapping[int, Sequence[int]], tags: Mapping[int, frozenset[str]]) -> list[int]:
+        """Let the tool calls among each dense candidate's `neighbours` borrow its meaning score; return them."""
+        for episode_id, near in neighbours.items():
+            lent = self.weights.neighbours * self.dense.z(episode_id)
+            for other in near:
+                if tags.get(other, frozenset()) & actions.TOOL_ROLES:
+                    self._borrowed[other] = max(self._borrowed.get(other, lent), lent)
+        return list(self._borrowed)
+
+    def score(self, episode_id: int, created_at: float | None, paths: Sequence[str], tags: frozenset[str],
+              session_id: str | None = None) -> float:
+        weights = self.weights
         score = 0.0
         if weights.bm25:
-            z = lexical.z(episode_id)
+            z = self.lexical.z(episode_id)
             score += weights.bm25 * (math.copysign(math.sqrt(abs(z)), z) if weights.bm25_root else z)
         if weights.dense:
-            score += weights.dense * max(dense.z(episode_id), borrowed.get(episode_id, -math.inf))
-        age_days = max(0.0, now - created_at.get(episode_id, now)) / SECONDS_PER_DAY
+            score += weights.dense * max(self.dense.z(episode_id), self._borrowed.get(episode_id, -math.inf))
+        stamp = self.now if created_at is None else created_at
+        age_days = max(0.0, self.now - stamp) / SECONDS_PER_DAY
         score += weights.recency * 0.5 ** (age_days / max(weights.recency_half_life_days, 1e-6))
-        score += weights.path * path_overlap(wanted, paths.get(episode_id, ()))
-        if roles.get(episode_id) in wanted_roles:
-            score += weights.role
-        score += weights.date * on_named_day(created_at.get(episode_id, now), days)
-        fused.append((episode_id, score))
-    return sorted(fused, key=lambda item: (-item[1], -item[0]))
+        score += weights.path * path_overlap(self._paths, paths)
+        score += weights.role * actions.fit(self.asked, tags)
+        score += weights.date * on_named_day(stamp, self._days)
+        if self.when is not None and weights.time:
+            score += weights.time * self.when.bonus(episode_id, stamp, session_id)
+        return score

@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 from functools import partial
 from typing import TYPE_CHECKING, TypeVar
 
-from codeoid.memory import chroma_server, ranking
+from codeoid.memory import chroma_server, ranking, turns, when
 from codeoid.store import context_index, identity, queries, raw, vector_progress
 from codeoid.store.queries import Row
 
@@ -73,6 +73,8 @@ def recall_ranked(db: sqlite3.Connection, query: str, *, workspace_id: int | Non
     """
     weights = weights or ranking.RecallWeights.from_env()
     pool = max(limit, weights.candidates)
+    resolved = _when(db, query, workspace_id, skip_live_of) if weights.zscore and weights.time else None
+    query = resolved.query if resolved is not None else query  # the words that only pointed in time are spent
     dense_beside = _dense_beside(db, query, workspace_id, pool) if weights.dense else None
     lexical, lexical_stats = _lexical_candidates(db, query, workspace_id, pool, skip_live_of, weights.columns()) \
         if weights.bm25 else ([], queries.LexicalStats(0.0, 0.0, 0))
@@ -95,8 +97,15 @@ def recall_ranked(db: sqlite3.Connection, query: str, *, workspace_id: int | Non
             best_chunk.setdefault(hit.episode_id, hit)
     neighbours, weighed = _tool_neighbours(db, list(best_chunk), by_id, workspace_id, skip_live_of) \
         if weights.zscore and weights.neighbours else ({}, {})
-    fused = _fuse(query, weights, lexical, lexical_stats, pool, best_chunk, dense.standardiser,
-                  {**weighed, **by_id}, neighbours)
+    known = {**weighed, **by_id}
+    if resolved is not None:
+        known.update(queries.recallable_episodes(db, [i for i in resolved.added if i not in known],
+                                                 workspace_id=workspace_id, skip_live_of=skip_live_of,
+                                                 exclude_origins=NOT_RECALLED_ORIGINS, columns=turns.MEMBER_COLUMNS))
+    fused, fusion = _fuse(query, weights, lexical, lexical_stats, pool, best_chunk, dense.standardiser, known,
+                          neighbours, resolved)
+    if fusion is not None and (weights.turn_lend or weights.turn_repeat):
+        fused = _by_turns(db, fused, fusion, known, workspace_id, skip_live_of, weights)
     if weights.zscore:
         fused = [(episode_id, score) for episode_id, score in fused if score >= SCORE_FLOOR]
     by_id.update(queries.recallable_episodes(db, [i for i, _ in fused[:limit] if i not in by_id],
@@ -131,8 +140,7 @@ def _tool_neighbours(db: sqlite3.Connection, ids: list[int], by_id: dict[int, Ro
     weighed = queries.recallable_episodes(
         db, [i for others in near.values() for i in others if i not in by_id], workspace_id=workspace_id,
         skip_live_of=skip_live_of, exclude_origins=NOT_RECALLED_ORIGINS,
-        columns="e.id, e.kind, e.created_at, e.paths, e.tool_name, substr(e.original_command, 1, 40)"
-                " AS original_command")
+        columns=turns.MEMBER_COLUMNS)
     known = {**weighed, **by_id}
     return ({episode_id: [i for i in others if i in known and known[i]["kind"] == "tool"]
              for episode_id, others in near.items()}, weighed)
@@ -144,24 +152,58 @@ class _Dense:
     standardiser: tuple[float, float] | None  # (q.mu, sqrt(q' Sigma q)) from the corpus statistics, when known
 
 
+def _when(db: sqlite3.Connection, query: str, workspace_id: int | None, skip_live_of: str | None
+          ) -> when.Resolved | None:
+    """What the question's time and order words point at (`codeoid.memory.when`); None when it names no time the
+    store knows."""
+    caller = queries.session_of_backing(db, skip_live_of) if skip_live_of else None
+    resolved = when.resolve(db, query, workspace_id=workspace_id, caller_session=caller, skip_live_of=skip_live_of,
+                            exclude_origins=NOT_RECALLED_ORIGINS)
+    return resolved if resolved.anything else None
+
+
 def _fuse(query: str, weights: ranking.RecallWeights, lexical: list[Row], lexical_stats: queries.LexicalStats,
           pool: int, best_chunk: dict[int, Hit], standardiser: tuple[float, float] | None,
-          by_id: dict[int, Row], neighbours: dict[int, list[int]]) -> list[tuple[int, float]]:
-    """The candidates of both signals in one ranking: z-score fusion by default, reciprocal rank fusion when
-    `zscore=0`."""
+          by_id: dict[int, Row], neighbours: dict[int, list[int]], resolved: when.Resolved | None = None,
+          ) -> tuple[list[tuple[int, float]], ranking.ZFusion | None]:
+    """The candidates of both signals in one ranking: z-score fusion by default (with the fusion, which scores
+    any other episode the same way), reciprocal rank fusion when `zscore=0`."""
     created_at = {i: row["created_at"] for i, row in by_id.items()}
     paths = {i: _json_list(row["paths"]) for i, row in by_id.items()}
     if not weights.zscore:
         return ranking.fuse([row["id"] for row in lexical], list(best_chunk), created_at=created_at, paths=paths,
-                            query=query, weights=weights)
+                            query=query, weights=weights), None
     centre, spread = standardiser if standardiser is not None else (None, None)
-    return ranking.fuse_z(
+    fusion = ranking.ZFusion(
         ranking.LexicalCandidates({row["id"]: row["score"] for row in lexical}, lexical_stats.total,
                                   lexical_stats.squares, lexical_stats.corpus, cut=len(lexical) >= pool),
         ranking.DenseCandidates({i: 1.0 - hit.distance for i, hit in best_chunk.items()}, centre, spread),
-        created_at=created_at, paths=paths,
-        roles={i: ranking.role_of(row["kind"], row["tool_name"], row["original_command"]) for i, row in by_id.items()},
-        query=query, weights=weights, neighbours=neighbours)
+        query=query, weights=weights, when=resolved)
+    return fusion.fuse(created_at=created_at, paths=paths,
+                       tags={i: turns.tags_of_row(row) for i, row in by_id.items()}, neighbours=neighbours,
+                       sessions={i: str(row["session_id"]) for i, row in by_id.items()},
+                       extra=resolved.added if resolved is not None else ()), fusion
+
+
+def _by_turns(db: sqlite3.Connection, fused: list[tuple[int, float]], fusion: ranking.ZFusion, known: dict[int, Row],
+              workspace_id: int | None, skip_live_of: str | None,
+              weights: ranking.RecallWeights) -> list[tuple[int, float]]:
+    """`fused` with the turns of work among its best candidates ranked as units (`codeoid.memory.turns`)."""
+    work, read = turns.members_of_turns(db, known, [i for i, _ in fused[:turns.TURNS_OF_BEST]],
+                                        workspace_id=workspace_id, skip_live_of=skip_live_of,
+                                        exclude_origins=NOT_RECALLED_ORIGINS)
+    if not work:
+        return fused
+    known.update(read)
+
+    def score_of(episode_id: int) -> float:
+        row = known[episode_id]
+        return fusion.score(episode_id, float(row["created_at"]), _json_list(row["paths"]), turns.tags_of_row(row),
+                            str(row["session_id"]))
+
+    return turns.rerank(fused, work, score_of, fusion.asked, turns.TurnWeights(
+        lend=weights.turn_lend, prompt=weights.turn_prompt, repeat=weights.turn_repeat,
+        explanation=weights.turn_explanation))
 
 
 def _shared_hits(nearest: list[Hit], store: str, limit: int) -> tuple[Hit, ...]:

@@ -439,6 +439,24 @@ def recallable_episodes(db: sqlite3.Connection, episode_ids: list[int], *, works
     return {row["id"]: row for row in rows}
 
 
+def session_of_backing(db: sqlite3.Connection, backing_session_id: str) -> str | None:
+    """The codeoid session a backing session belongs to."""
+    row = db.execute("SELECT session_id FROM backing_sessions WHERE id = ?", (backing_session_id,)).fetchone()
+    return str(row[0]) if row else None
+
+
+def recallable_episodes_where(db: sqlite3.Connection, where: str, params: list[Any], *, workspace_id: int | None,
+                              skip_live_of: str | None = None, exclude_origins: tuple[str, ...] = (),
+                              columns: str = "e.*", order: str = "e.id", limit: int | None = None) -> list[Row]:
+    """The episodes recall may return (as `recallable_episodes`) that also meet `where` (SQL on alias `e`)."""
+    filters, values = _recall_filters(SEARCHABLE_STATES, workspace_id, skip_live_of, exclude_origins)
+    filters.append(f"({where})")
+    values.extend(params)
+    tail = f" LIMIT {int(limit)}" if limit is not None else ""
+    return _rows(db.execute(f"SELECT {columns} FROM episodes e WHERE {' AND '.join(filters)} ORDER BY {order}{tail}",
+                            values))
+
+
 def _recall_filters(states: tuple[str, ...], workspace_id: int | None, skip_live_of: str | None,
                     exclude_origins: tuple[str, ...]) -> tuple[list[str], list[Any]]:
     """The WHERE terms (on alias `e`) every recall path applies, BM25 and vector hits alike."""

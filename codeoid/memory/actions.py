@@ -1,0 +1,144 @@
+"""What an episode did and what a question asks for, in the same words: roles and action tags.
+
+A question names the kind of episode it wants far more often than it names the episode's words: "what broke"
+wants a failing run, "did we commit" a `git commit`, "how did we check" a run, "what changed" an edit, "why" the
+explanation that closed a turn of work. Recall gives a bonus to the candidates whose tags the question names
+(`codeoid.memory.ranking`, `codeoid.memory.turns`); the tags never make a match on their own.
+
+An episode's *role* is one of `user`, `assistant`, or for a tool call what it did: `change` (an edit, or a `git
+diff` / `git show` run), `read` (a Read, or a `cat` of a file, as `recall_file` counts one), `run` (a shell
+command) or `tool` (searches, MCP tools). A tool call's further *tags* say how a run went and what it was:
+`failed` or `passed` (its exit), `test` (a test runner), `commit` (git's history-writing commands, tags and merges
+among them). A question's cues name roles and tags; the cues were chosen on the tuning halves of the coding sets
+(docs/retrieval.md).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+# Tool names of each action, as Claude Code, Codex and Gemini CLI record them; any other tool (a search, an MCP
+# tool) is plain `tool`, which no cue names.
+CHANGE_TOOLS = frozenset({"Edit", "MultiEdit", "Write", "NotebookEdit", "apply_patch", "replace", "write_file"})
+READ_TOOLS = frozenset({"Read", "read_file", "read_many_files"})
+RUN_TOOLS = frozenset({"Bash", "shell", "exec_command", "run_shell_command"})
+TOOL_ROLES = frozenset({"change", "read", "run", "tool"})
+
+_SHOWS_A_CHANGE = re.compile(r"\s*git\s+(diff|show)\b")
+_PRINTS_A_FILE = re.compile(r"\s*cat\s")
+# A shell command's first words after `cd DIR &&`, env assignments and `sudo`/`time`/`uv run`-style runners.
+_PREFIX = re.compile(r"^\s*(?:cd\s+\S+\s*(?:&&|;)\s*|[A-Z_][A-Z0-9_]*=\S*\s+|(?:sudo|time|env|nice|uv\s+run|"
+                     r"poetry\s+run|pdm\s+run|npx|pnpm\s+exec)\s+)*")
+_WRITES_HISTORY = re.compile(r"git\s+(?:-C\s+\S+\s+)?(commit|tag|merge|push|rebase|cherry-pick|revert|am)\b")
+_RUNS_TESTS = re.compile(
+    r"(?:\S*/)?(?:python3?\s+-m\s+)?(pytest|py\.test|tox|nox|unittest)\b|(?:npm|yarn|pnpm|bun)\s+(?:run\s+)?test\b"
+    r"|\b(jest|vitest|mocha|rspec|phpunit|ctest)\b|(?:cargo|go|dotnet|mix|swift|zig)\s+test\b"
+    r"|\bmake\s+(?:\S+\s+)*?(test|check)\b|(?:gradle|gradlew|mvn)\s+(?:\S+\s+)*?test\b")
+
+
+def role_of(kind: str, tool_name: str | None, command: str | None) -> str:
+    """An episode's role: its kind for a prompt or an answer, what it did for a tool call."""
+    if kind != "tool":
+        return kind
+    if tool_name in CHANGE_TOOLS or (tool_name in RUN_TOOLS and _SHOWS_A_CHANGE.match(command or "")):
+        return "change"
+    if tool_name in READ_TOOLS or (tool_name in RUN_TOOLS and _PRINTS_A_FILE.match(command or "")):
+        return "read"
+    return "run" if tool_name in RUN_TOOLS else "tool"
+
+
+def tags_of(kind: str, tool_name: str | None, command: str | None, is_error: object) -> frozenset[str]:
+    """The role and, for a shell run, how it went and what it was (`failed`/`passed`, `test`, `commit`)."""
+    role = role_of(kind, tool_name, command)
+    if tool_name not in RUN_TOOLS:
+        return frozenset({role})
+    tags = {role, "failed" if is_error else "passed"}
+    head = _PREFIX.sub("", command or "", count=1)
+    if _WRITES_HISTORY.match(head):
+        tags.add("commit")
+    if _RUNS_TESTS.search(head[:200]):
+        tags.add("test")
+    return frozenset(tags)
+
+
+_ASKED = r"(say|said|ask|asked|write|wrote|tell|told|mention|mentioned|want|wanted|request|requested|type|typed)"
+_ANSWERED = (r"(say|said|suggest|suggested|answer|answered|tell|told|recommend|recommended|propose|proposed|explain"
+             r"|explained|write|wrote|mention|mentioned|reply|replied|think|thought|conclude|concluded)")
+# A run is named by what it printed ("the traceback", "the output", "the crash"), by a verb in the past ("what
+# broke", "we committed", "the tests passed"), or by a verb after its subject ("did we commit", "how did we check",
+# "we run"): bare, "check", "run" and "commit" are as often nouns ("the sign-in check") that name no action.
+_RUN_NOUNS = (r"\b(output|traceback|stack ?trace|stderr|stdout|error message|exit (code|status)|test run|failures?"
+              r"|log|suite|the (crash|failure|error)s?|(the|a|which|last|first|latest) (commit|tag|merge)s?)\b")
+_RUN_DONE = (r"\b(fail(ed|ing|s)|broke|broken|crash(ed|es|ing)|blew up|went wrong|committed|tagged|merged|pushed"
+             r"|checked|verified|confirmed|made sure|ran|passed|passing|measured|timed|benchmarked|profiled"
+             r"|reproduced|tested)\b")
+_SUBJECT = r"\b(?:we|i|you|did (?:we|i|you)|do (?:we|i|you)|to|can (?:we|i|you)|could (?:we|i|you))(?:\s+\w+ly)?"
+_RUN_VERBS = (r"(check|run|commit|tag|merge|push|pass|fail|break|crash|verify|confirm|make sure|measure|time"
+              r"|benchmark|profile|reproduce|test)")
+# Cues for a role (`role_of`): "what did I ask" wants a prompt, "your answer" an answer, "the diff" a change...
+_ROLE_CUES = {
+    "user": re.compile(rf"\b(i|we)\s+(\w+\s+)?{_ASKED}\b|\b(my|our)\s+(question|prompt|request)\b"
+                       r"|\bthe user\b", re.IGNORECASE),
+    "assistant": re.compile(rf"\b(you|claude)\s+(\w+\s+)?{_ANSWERED}\b|\byour\s+(answer|suggestion|explanation"
+                            r"|reply|advice|plan)\b", re.IGNORECASE),
+    "change": re.compile(r"\b(diffs?|edit(s|ed)?|chang(e|es|ed)|patch(es|ed)?|modif(y|ied|ication)|fix(es|ed)?)\b",
+                         re.IGNORECASE),
+    "run": re.compile(rf"{_RUN_NOUNS}|{_RUN_DONE}|{_SUBJECT}\s+{_RUN_VERBS}\b", re.IGNORECASE),
+    "read": re.compile(r"\b(the read|we read|opened|contents of)\b", re.IGNORECASE),
+}
+# Cues for a run's tags, beside the `run` role.
+_TAG_CUES = {
+    "failed": re.compile(r"\b(traceback|stack ?trace|stderr|error message|failures?|fail(ed|ing|s)?|broke|broken"
+                         r"|break(s|ing)?|crash(ed|es|ing)?|blew up|blow(s)? up|went wrong)\b", re.IGNORECASE),
+    "passed": re.compile(r"\b(pass(ed|es|ing)?|green|succeed(ed|s)?|make sure|made sure|verif(y|ied)"
+                         r"|confirm(ed)?)\b", re.IGNORECASE),
+    "commit": re.compile(rf"\b(committed|tagged|merged|pushed|rebased|cherry-picked)\b|{_SUBJECT}\s+(commit|tag"
+                         r"|merge|push|rebase|cherry-pick)\b|\b(the|a|which|last|first) (commit|tag|merge)\b",
+                         re.IGNORECASE),
+    "test": re.compile(r"\b(tests?|suite|test run)\b", re.IGNORECASE),
+}
+# A question about reasons or conclusions wants the prose that closed a turn of work, not its commands: "why did
+# the hints vanish", "what did we decide", "where did the bug come from", "what did the review conclude".
+_EXPLANATION = re.compile(
+    r"\b(why|reasons?|explain(s|ed)?|explanation|cause[sd]?|root cause|c[oa]me from|comes from|decid(e|ed)"
+    r"|decisions?|conclu(de|ded|sion)|review(ed)?|recommend(ed|ation)?|suggest(ed|ion)?|advice|advise[sd]?"
+    r"|how does|how do|how did .* work|what was wrong|what went wrong|the problem with|what did (you|we) find"
+    r"|what did (you|we) learn|summar(y|ise|ize)|plan|(could|can|were|did) (you|we) (be able to |manage to )?"
+    r"(reproduce|find|figure|tell|work out|confirm))\b", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Asked:
+    """What a question names: roles (`role_of`), run tags (`tags_of`), and whether it asks for an explanation."""
+
+    roles: frozenset[str]
+    tags: frozenset[str]
+    explanation: bool
+
+    @property
+    def anything(self) -> bool:
+        return bool(self.roles or self.tags or self.explanation)
+
+
+def query_roles(query: str) -> set[str]:
+    """The roles a query names (`user`, `assistant`, or a tool call's `change`, `run`, `read`), by plain cues;
+    usually none."""
+    return {role for role, cue in _ROLE_CUES.items() if cue.search(query)}
+
+
+def asked(query: str) -> Asked:
+    """Everything the question's words say about the episode it wants."""
+    roles = frozenset(query_roles(query))
+    tags = frozenset(tag for tag, cue in _TAG_CUES.items() if cue.search(query)) if "run" in roles else frozenset()
+    return Asked(roles, tags, bool(_EXPLANATION.search(query)))
+
+
+def fit(asked_for: Asked, tags: frozenset[str]) -> float:
+    """How well an episode of `tags` fits what was asked, from 0 to 1: its role named (0.5), plus the share of the
+    named run tags it has (0.5). An episode of a named role with none of the tags still fits half."""
+    if not asked_for.roles or not tags & asked_for.roles:
+        return 0.0
+    if not asked_for.tags:
+        return 1.0
+    return 0.5 + 0.5 * len(tags & asked_for.tags) / len(asked_for.tags)

@@ -1,0 +1,395 @@
+"""Time and order in a question, resolved against the store: "yesterday afternoon", "three days ago", "the last
+commit", "the first test run that failed", "right after the release", "in the previous session", "session 8".
+
+A question about *when* shares no word with its answer: "what did we do yesterday afternoon?" matches nothing,
+and "the last commit we made" matches every commit alike. So the time words are read apart (`read`), resolved
+against the workspace's sessions and events (`resolve`), and become a bonus for the episodes they point at, with
+those episodes added as candidates (`Resolved`): the episodes of a day or part of a day, of a session picked by
+order or by number, the sessions next to an event (the merge, the release, a tag) on the side the question names,
+and the first or last episode of the action the question names (`codeoid.memory.actions`).
+
+An expression that resolves to nothing in the store (a conversation imported from 2018 asked about "yesterday",
+"after summer camp" where no command ever merged or released anything) changes nothing, so a conversational
+memory ranks as before. Days and parts of days are the machine's local time, as the user lives them.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+import sqlite3
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from codeoid.memory import actions
+from codeoid.store import queries
+from codeoid.store.queries import Row
+
+_NUMBERS = {"a": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
+            "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "a couple of": 2, "couple of": 2, "a few": 3}
+_NUMBER = r"(\d{1,3}|a couple of|couple of|a few|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|a)"
+_ORDINALS = {"first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "sixth": 6, "seventh": 7, "eighth": 8,
+             "ninth": 9, "tenth": 10, "eleventh": 11, "twelfth": 12}
+_PART = r"(morning|afternoon|evening|night)"
+_PARTS = {"morning": (5, 12), "afternoon": (12, 18), "evening": (18, 24), "night": (18, 24), None: (0, 24)}
+_WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+
+_TODAY = re.compile(rf"\b(?:today|this {_PART}|tonight|earlier today)\b", re.IGNORECASE)
+_YESTERDAY = re.compile(rf"\b(?:(the day before yesterday)|yesterday(?:\s+{_PART})?|last (night|evening))\b",
+                        re.IGNORECASE)
+_DAYS_AGO = re.compile(rf"\b{_NUMBER}\s+days?\s+ago\b", re.IGNORECASE)
+_WEEKS_AGO = re.compile(rf"\b{_NUMBER}\s+weeks?\s+ago\b", re.IGNORECASE)
+_WEEK = re.compile(r"\b(last|this|previous|past)\s+week\b|\bearlier this week\b", re.IGNORECASE)
+_WEEKDAY = re.compile(rf"\b(?:on|last)\s+({'|'.join(_WEEKDAYS)})\b(?:\s+{_PART})?", re.IGNORECASE)
+_SESSION_WORD = r"(?:session|conversation|chat|window)"
+_PREVIOUS_SESSION = re.compile(rf"\b(?:previous|last|prior|earlier)\s+{_SESSION_WORD}\b|\b{_SESSION_WORD}\s+before"
+                               r"\s+(?:this|the current)\s+one\b", re.IGNORECASE)
+_THIS_SESSION = re.compile(rf"\b(?:this|the current|our current)\s+{_SESSION_WORD}\b", re.IGNORECASE)
+_NUMBERED_SESSION = re.compile(rf"\b{_SESSION_WORD}\s+(?:number\s+|#)?(\d{{1,4}})\b|\bthe\s+"
+                               rf"({'|'.join(_ORDINALS)}|\d{{1,4}}(?:st|nd|rd|th))\s+{_SESSION_WORD}\b",
+                               re.IGNORECASE)
+_END_SESSION = re.compile(rf"\b(first|earliest|initial|oldest|latest|most recent|newest|last)\s+{_SESSION_WORD}\b",
+                          re.IGNORECASE)
+# "the last commit", "the first thing we fixed", "the first test run that failed", "the last time we ran it".
+_WORK_NOUNS = (r"(?:\w+\s+){0,2}?(thing|things|task|step|bug|problem|issue|fix|fixes|change|changes|commit|commits"
+               r"|run|runs|test|tests|failure|failures|error|errors|crash|edit|edits|time|release|tag|merge|check)\b")
+_ORDER = re.compile(rf"\b(first|earliest|initial|last|latest|most recent|final|newest)\s+{_WORK_NOUNS}",
+                    re.IGNORECASE)
+_RELATIVE = re.compile(r"\b(right |just |shortly |soon |immediately |directly )?(before|after|since|following"
+                       r"|prior to|ahead of)\s+(?:we |i |you |the |our |a |that )?(?:(?:cut|did|made|ran|started"
+                       r"|finished|shipped|pushed out|put out|do|make)\s+(?:the |a |our )?)?(\w+)", re.IGNORECASE)
+# Events an order can hang on, by the word a question names them with: the shell commands that are the event.
+_EVENTS = {
+    "merge": r"git\s+(?:-C\s+\S+\s+)?merge\b", "release": r"git\s+(?:-C\s+\S+\s+)?tag\b|\brelease\b|\bpublish\b",
+    "tag": r"git\s+(?:-C\s+\S+\s+)?tag\b", "push": r"git\s+(?:-C\s+\S+\s+)?push\b",
+    "rebase": r"git\s+(?:-C\s+\S+\s+)?rebase\b", "deploy": r"\bdeploy", "upgrade": r"\bupgrade\b|--upgrade|\s-U\b",
+    "install": r"\b(?:pip|pip3|npm|yarn|pnpm|uv|cargo|apt|apt-get|brew|poetry)\s+(?:install|add|ci|sync)\b",
+    "commit": r"git\s+(?:-C\s+\S+\s+)?commit\b", "revert": r"git\s+(?:-C\s+\S+\s+)?revert\b",
+}
+_EVENT_WORDS = {"merge": "merge", "merged": "merge", "merging": "merge", "release": "release", "released": "release",
+                "releasing": "release", "tag": "tag", "tagged": "tag", "tagging": "tag", "push": "push",
+                "pushed": "push", "rebase": "rebase", "rebased": "rebase", "deploy": "deploy", "deployed": "deploy",
+                "deployment": "deploy", "upgrade": "upgrade", "upgraded": "upgrade", "install": "install",
+                "installed": "install", "commit": "commit", "committed": "commit", "revert": "revert",
+                "reverted": "revert"}
+# How much of a bonus the sessions a step away from an event keep (the event's own session is step 0).
+STEP_SHARE = (1.0, 0.6, 0.3, 0.15)
+STEP_SHARE_CLOSE = (1.0, 0.35, 0.1)
+# Candidates a resolved expression adds at most (the prompts and answers of what it points at, and the episodes of
+# the action named).
+ADDED = 40
+# Episodes an order looks through, from the oldest or the newest, for the first or last of the action named.
+ORDER_SCAN = 4000
+_SCAN_COLUMNS = "e.id, e.kind, e.session_id, e.created_at, e.tool_name, e.is_error, e.origin," \
+                " substr(coalesce(e.original_command, e.command), 1, 200) AS original_command"
+
+
+@dataclass(frozen=True)
+class Days:
+    """Whole days back from today (0 today, 1 yesterday; `back` a range of them) and part of the day."""
+
+    first: int
+    last: int
+    part: str | None = None
+
+
+@dataclass(frozen=True)
+class Read:
+    """The time words of a question, before they are resolved against a store; `where` holds the character spans
+    of the words that only point in time (a day, a session, an event), by what they name ("days", "sessions",
+    "event"), so that a resolved pointer can leave the words searched for."""
+
+    days: tuple[Days, ...] = ()
+    sessions: tuple[str, ...] = ()  # "previous", "this", "first", "last", or a number "8"
+    order: str | None = None  # "first" or "last": of the action the question names
+    event: str | None = None  # a key of `_EVENTS`
+    side: str | None = None  # "before" or "after" the event
+    close: bool = False  # "right after", "just before"
+    where: tuple[tuple[str, int, int], ...] = ()
+
+    @property
+    def anything(self) -> bool:
+        return bool(self.days or self.sessions or self.order or self.event)
+
+    def without(self, text: str, kinds: set[str]) -> str:
+        """`text` without the words of the pointers of `kinds`."""
+        for kind, start, end in sorted(self.where, key=lambda item: -item[1]):
+            if kind in kinds:
+                text = text[:start] + " " + text[end:]
+        return " ".join(text.split())
+
+
+def read(question: str, today: dt.date | None = None) -> Read:
+    """The time and order words of `question` (see the module docstring); `today` anchors weekday names."""
+    today = today or dt.date.today()
+    days: list[Days] = []
+    where: list[tuple[str, int, int]] = []
+
+    def day(match: re.Match[str], found: Days) -> None:
+        days.append(found)
+        where.append(("days", match.start(), match.end()))
+
+    for match in _TODAY.finditer(question):
+        day(match, Days(0, 0, _part(match.group(0))))
+    for match in _YESTERDAY.finditer(question):
+        day(match, Days(2, 2) if match.group(1) else Days(1, 1, _part(match.group(0))))
+    for match in _DAYS_AGO.finditer(question):
+        count = _number(match.group(1))
+        day(match, Days(count - 1, count + 1) if match.group(1).lower().endswith("few") else Days(count, count))
+    for match in _WEEKS_AGO.finditer(question):
+        count = _number(match.group(1))
+        day(match, Days(7 * count - 3, 7 * count + 3))
+    for match in _WEEK.finditer(question):
+        monday = today.weekday()
+        which = (match.group(1) or "this").lower()
+        day(match, Days(0, 7) if which == "past" else Days(monday + 1, monday + 7) if which in ("last", "previous")
+            else Days(0, monday))
+    for match in _WEEKDAY.finditer(question):
+        back = (today.weekday() - _WEEKDAYS.index(match.group(1).lower())) % 7 or 7
+        day(match, Days(back, back, match.group(2).lower() if match.group(2) else None))
+    masked = _blank(question, [(start, end) for _, start, end in where])
+    sessions: list[str] = []
+    for pattern, name in ((_PREVIOUS_SESSION, "previous"), (_THIS_SESSION, "this")):
+        for match in pattern.finditer(masked):
+            sessions.append(name)
+            where.append(("sessions", match.start(), match.end()))
+    for match in _NUMBERED_SESSION.finditer(masked):
+        number = match.group(1) or match.group(2)
+        sessions.append(str(_ORDINALS.get(number.lower()) or int(re.sub(r"\D", "", number))))
+        where.append(("sessions", match.start(), match.end()))
+    for match in _END_SESSION.finditer(masked):
+        if not any(start <= match.start() < end for kind, start, end in where if kind == "sessions"):
+            word = match.group(1).lower()
+            sessions.append("first" if word in ("first", "earliest", "initial", "oldest") else "last")
+            where.append(("sessions", match.start(), match.end()))
+    masked = _blank(question, [(start, end) for _, start, end in where])
+    found = _ORDER.search(masked)
+    order = None if found is None else "first" if found.group(1).lower() in ("first", "earliest", "initial") \
+        else "last"
+    event: str | None = None
+    side: str | None = None
+    close = False
+    for match in _RELATIVE.finditer(masked):
+        named = _EVENT_WORDS.get(match.group(3).lower())
+        if named is not None:
+            event, close = named, bool(match.group(1))
+            side = "before" if match.group(2).lower() in ("before", "prior to", "ahead of") else "after"
+            where.append(("event", match.start(), match.end()))
+            break
+    return Read(tuple(days), tuple(dict.fromkeys(sessions)), order, event, side, close, tuple(where))
+
+
+def _blank(text: str, spans: Sequence[tuple[int, int]]) -> str:
+    """`text` with `spans` blanked out, its other characters where they were."""
+    for start, end in spans:
+        text = text[:start] + " " * (end - start) + text[end:]
+    return text
+
+
+def _part(text: str) -> str | None:
+    found = re.search(_PART, text, re.IGNORECASE)
+    return found.group(1).lower() if found else ("night" if "tonight" in text.lower() else None)
+
+
+def _number(word: str) -> int:
+    word = word.lower()
+    return int(word) if word.isdigit() else _NUMBERS.get(word, 1)
+
+
+@dataclass(frozen=True)
+class Span:
+    start: float
+    end: float
+
+
+@dataclass
+class Resolved:
+    """What a question's time words point at in one workspace: spans of time, sessions with a weight each, and the
+    first or last episode of the action named; `bonus` scores an episode against all of it, from 0 to 1."""
+
+    query: str = ""  # the question without the words of the pointers that resolved
+    spans: list[Span] = field(default_factory=list)
+    sessions: dict[str, float] = field(default_factory=dict)
+    # Sessions around an event, each with the time on the far side of which its episodes count (after: later than
+    # it; before: earlier than it) and their weight.
+    around: dict[str, tuple[float, float]] = field(default_factory=dict)
+    side: str | None = None
+    ordered: dict[int, float] = field(default_factory=dict)  # episode id -> weight, for "the first/last X"
+    added: list[int] = field(default_factory=list)
+
+    @property
+    def anything(self) -> bool:
+        return bool(self.spans or self.sessions or self.around or self.ordered)
+
+    def bonus(self, episode_id: int, created_at: float, session_id: str | None) -> float:
+        """The share of the time bonus an episode earns: each kind of cue the question gave counts equally."""
+        parts: list[float] = []
+        if self.spans:
+            parts.append(float(any(span.start <= created_at < span.end for span in self.spans)))
+        if self.sessions:
+            parts.append(self.sessions.get(session_id or "", 0.0))
+        if self.around:
+            edge, weight = self.around.get(session_id or "", (0.0, 0.0))
+            on_side = created_at > edge if self.side == "after" else created_at < edge
+            parts.append(weight if on_side else 0.0)
+        if self.ordered:
+            parts.append(self.ordered.get(episode_id, 0.0))
+        return sum(parts) / len(parts) if parts else 0.0
+
+
+def resolve(db: sqlite3.Connection, question: str, *, workspace_id: int | None, caller_session: str | None,
+            skip_live_of: str | None, exclude_origins: tuple[str, ...], now: float | None = None) -> Resolved:
+    """`question`'s time words against the workspace's store (see the module docstring). Anything that points at
+    no episode is dropped."""
+    now = time.time() if now is None else now
+    words = read(question, dt.date.fromtimestamp(now))
+    resolved = Resolved(query=question)
+    if workspace_id is None or not words.anything:
+        return resolved
+    scope = _Scope(workspace_id, skip_live_of, exclude_origins)
+    resolved.spans = [span for span in (_span(days, now) for days in words.days)
+                      if _count(db, "e.created_at >= ? AND e.created_at < ?", [span.start, span.end], scope)]
+    ordered = _sessions(db, workspace_id)
+    resolved.sessions = _picked(words.sessions, ordered, caller_session)
+    if words.event is not None and words.side is not None:
+        event = _event(db, words.event, resolved.spans, scope)
+        if event is not None:
+            resolved.around, resolved.side = _around(event, ordered, words.side, words.close), words.side
+    asked = actions.asked(question)
+    if words.order is not None:
+        resolved.ordered = _first_or_last(db, words.order, asked, resolved, scope)
+    if resolved.anything:
+        resolved.added = _added(db, resolved, asked, scope)
+    pointed = {kind for kind, found in (("days", resolved.spans), ("sessions", resolved.sessions),
+                                        ("event", resolved.around)) if found}
+    resolved.query = words.without(question, pointed) if pointed else question
+    return resolved
+
+
+def _span(days: Days, now: float) -> Span:
+    today = dt.datetime.fromtimestamp(now).date()
+    start_hour, end_hour = _PARTS[days.part]
+    first = dt.datetime.combine(today - dt.timedelta(days=days.last), dt.time()) + dt.timedelta(hours=start_hour)
+    last = dt.datetime.combine(today - dt.timedelta(days=days.first), dt.time()) + dt.timedelta(hours=end_hour)
+    return Span(first.timestamp(), last.timestamp())
+
+
+@dataclass(frozen=True)
+class _Scope:
+    """What recall may return: the workspace's episodes, not the caller's live ones, not of excluded origins."""
+
+    workspace_id: int
+    skip_live_of: str | None
+    exclude_origins: tuple[str, ...]
+
+    def rows(self, db: sqlite3.Connection, where: str, params: Sequence[object], *, order: str = "e.id",
+             limit: int = ORDER_SCAN, columns: str = "") -> list[Row]:
+        return queries.recallable_episodes_where(db, where, list(params), workspace_id=self.workspace_id,
+                                                 skip_live_of=self.skip_live_of,
+                                                 exclude_origins=self.exclude_origins,
+                                                 columns=columns or _SCAN_COLUMNS, order=order, limit=limit)
+
+
+def _count(db: sqlite3.Connection, where: str, params: list[object], scope: _Scope) -> int:
+    return len(scope.rows(db, where, params, limit=1, columns="e.id"))
+
+
+def _sessions(db: sqlite3.Connection, workspace_id: int) -> list[tuple[str, float, float]]:
+    """The workspace's sessions that hold episodes, oldest first: (id, first episode time, last episode time)."""
+    return [(str(row[0]), float(row[1]), float(row[2])) for row in db.execute(
+        "SELECT s.id, (SELECT min(created_at) FROM episodes e WHERE e.session_id = s.id),"
+        " (SELECT max(created_at) FROM episodes e WHERE e.session_id = s.id) AS last"
+        " FROM sessions s WHERE s.workspace_id = ? AND last IS NOT NULL ORDER BY 2", (workspace_id,))]
+
+
+def _picked(names: Sequence[str], ordered: list[tuple[str, float, float]], caller: str | None) -> dict[str, float]:
+    """The sessions named: the previous one (the latest that is not the caller's), the caller's, the first or the
+    last, or the Nth from the first."""
+    picked: dict[str, float] = {}
+    others = [session for session in ordered if session[0] != caller]
+    for name in names:
+        if name == "previous" and others:
+            picked[max(others, key=lambda s: s[2])[0]] = 1.0
+        elif name == "this" and caller is not None:
+            picked[caller] = 1.0
+        elif name == "first" and ordered:
+            picked[ordered[0][0]] = 1.0
+        elif name == "last" and others:
+            picked[max(others, key=lambda s: s[2])[0]] = 1.0
+        elif name.isdigit() and 1 <= int(name) <= len(ordered):
+            picked[ordered[int(name) - 1][0]] = 1.0
+    return picked
+
+
+def _event(db: sqlite3.Connection, name: str, spans: list[Span], scope: _Scope) -> Row | None:
+    """The latest shell run that is the event (within the spans named, if any)."""
+    pattern = re.compile(_EVENTS[name], re.IGNORECASE)
+    for row in scope.rows(db, "e.kind = 'tool' AND e.tool_name IN ({})".format(
+            ", ".join("?" for _ in actions.RUN_TOOLS)), sorted(actions.RUN_TOOLS), order="e.id DESC"):
+        if spans and not any(span.start <= float(row["created_at"]) < span.end for span in spans):
+            continue
+        command = str(row["original_command"] or "")
+        if not row["is_error"] and pattern.search(command):
+            return row
+    return None
+
+
+def _around(event: Row, ordered: list[tuple[str, float, float]], side: str, close: bool
+            ) -> dict[str, tuple[float, float]]:
+    """The event's session and its neighbours on the side named, each with the edge its episodes must pass."""
+    shares = STEP_SHARE_CLOSE if close else STEP_SHARE
+    ids = [session[0] for session in ordered]
+    if event["session_id"] not in ids:
+        return {}
+    at = ids.index(str(event["session_id"]))
+    edge = float(event["created_at"])
+    around: dict[str, tuple[float, float]] = {}
+    for step, share in enumerate(shares):
+        index = at + step if side == "after" else at - step
+        if 0 <= index < len(ids):
+            around[ids[index]] = (edge, share)
+    return around
+
+
+def _first_or_last(db: sqlite3.Connection, order: str, asked: actions.Asked, resolved: Resolved,
+                   scope: _Scope) -> dict[int, float]:
+    """The first or last episodes (up to three, the nearest weighing most) that fit what the question asks for,
+    among those the other time words point at if any; with nothing asked, the first or last prompts."""
+    found: dict[int, float] = {}
+    for row in scope.rows(db, "1", [], order="e.id" if order == "first" else "e.id DESC"):
+        tags = actions.tags_of(str(row["kind"]), row["tool_name"], row["original_command"], row["is_error"])
+        fits = actions.fit(asked, tags) if asked.roles else float(row["kind"] == "user" and row["origin"] == "user")
+        if fits < 1.0:
+            continue
+        if (resolved.spans or resolved.sessions or resolved.around) and \
+                not resolved.bonus(-1, float(row["created_at"]), str(row["session_id"])):
+            continue
+        found[int(row["id"])] = 0.5 ** len(found)
+        if len(found) == 3:
+            break
+    return found
+
+
+def _added(db: sqlite3.Connection, resolved: Resolved, asked: actions.Asked, scope: _Scope) -> list[int]:
+    """Episodes to rank although neither words nor meaning found them: what the time words point at (the
+    prompts and answers of those spans and sessions, and the episodes of the action named)."""
+    added = list(resolved.ordered)
+    clauses: list[str] = []
+    params: list[object] = []
+    for span in resolved.spans:
+        clauses.append("(e.created_at >= ? AND e.created_at < ?)")
+        params += [span.start, span.end]
+    sessions = [*resolved.sessions, *resolved.around]
+    if sessions:
+        clauses.append(f"e.session_id IN ({', '.join('?' for _ in sessions)})")
+        params += sessions
+    if not clauses:
+        return added
+    for row in scope.rows(db, " OR ".join(clauses), params):
+        if not resolved.bonus(int(row["id"]), float(row["created_at"]), str(row["session_id"])):
+            continue
+        tags = actions.tags_of(str(row["kind"]), row["tool_name"], row["original_command"], row["is_error"])
+        if row["kind"] != "tool" or (asked.roles and actions.fit(asked, tags)):
+            added.append(int(row["id"]))
+    return list(dict.fromkeys(added))[:ADDED]
