@@ -230,8 +230,9 @@ def test_role_cues_name_whose_turn_a_question_wants() -> None:
     assert query_roles("the read of src/parser.py around tokenize") == {"read"}
     assert query_roles("the parser and its handling of tabs") == set()
     lexical = LexicalCandidates({1: 2.0, 2: 2.0}, total=4.0, squares=8.0, corpus=100, cut=False)
-    fused = fuse_z(lexical, DenseCandidates({}), created_at={}, paths={}, tags={1: frozenset({"user"}), 2: frozenset({"assistant"})},
-                   query="what did you recommend", weights=RecallWeights(dense=0.0, recency=0.0, role=0.5), now=0.0)
+    fused = fuse_z(lexical, DenseCandidates({}), created_at={}, paths={},
+                   tags={1: frozenset({"user"}), 2: frozenset({"assistant"})}, query="what did you recommend",
+                   weights=RecallWeights(dense=0.0, recency=0.0, role=0.5), now=0.0)
     assert fused[0][0] == 2
 
 

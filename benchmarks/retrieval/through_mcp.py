@@ -42,7 +42,7 @@ PEOPLE = HERE / "people"
 CODING = HERE / "coding"
 DEPTH = 10
 _EPISODE = re.compile(r"^=== episode (\d+)", re.MULTILINE)
-SETS = {"people": PEOPLE, "coding": CODING}
+SETS = {"people": PEOPLE, "coding": CODING, "tasks": HERE}
 
 
 def _questions(name: str) -> list[dict[str, Any]]:
@@ -55,13 +55,16 @@ def _questions(name: str) -> list[dict[str, Any]]:
 
 
 def _project(home: Path, group: int, name: str) -> Path:
-    return home / (f"person-{group}" if name == "people" else "sqlparse")
+    return home / (f"person-{group}" if name == "people" else "sqlparse" if name == "coding" else name)
 
 
 def prepare(args: argparse.Namespace) -> None:
     """Fill a fresh data dir through the capture API (each turn at its real time) and index it."""
     if args.set == "coding":
         prepare_coding(args)
+        return
+    if args.set == "tasks":
+        prepare_tasks(args)
         return
     from test_mcp_server import Memory, git_project
 
@@ -121,6 +124,25 @@ def prepare_coding(args: argparse.Namespace) -> None:
             else:
                 ids[episode["key"]] = memory.tool(owner, episode["tool"], episode["input"], episode.get("response"),
                                                   error=episode.get("error"))
+        print(f"stored {len(ids)} episodes", flush=True)
+        (args.home / "ids.json").write_text(json.dumps(ids))
+        evaluate.index_store(memory.db)
+    finally:
+        memory.db.close()
+        chroma_server.stop_server()
+
+
+def prepare_tasks(args: argparse.Namespace) -> None:
+    """The template coding set (`make_corpus.py`: 2,843 episodes in 79 sessions on httpx, click and h11), stored as
+    `evaluate.py` stores it, the newest episode an hour before now."""
+    from test_mcp_server import Memory, git_project
+
+    from codeoid.memory import chroma_server
+
+    evaluate.fresh_environment(args.home / "data")
+    memory = Memory(args.home / "data", git_project(args.home / "tasks"))
+    try:
+        ids = evaluate.fill_store(memory, evaluate.load_corpus(), now=time.time())
         print(f"stored {len(ids)} episodes", flush=True)
         (args.home / "ids.json").write_text(json.dumps(ids))
         evaluate.index_store(memory.db)

@@ -117,7 +117,7 @@ class Read:
         for kind, start, end in sorted(self.where, key=lambda item: -item[1]):
             if kind in kinds:
                 text = text[:start] + " " + text[end:]
-        return " ".join(text.split())
+        return re.sub(r"\s+([?.!,;:])", r"\1", " ".join(text.split()))
 
 
 def read(question: str, today: dt.date | None = None) -> Read:
@@ -337,19 +337,18 @@ def _event(db: sqlite3.Connection, name: str, spans: list[Span], scope: _Scope) 
 
 def _around(event: Row, ordered: list[tuple[str, float, float]], side: str, close: bool
             ) -> dict[str, tuple[float, float]]:
-    """The event's session and its neighbours on the side named, each with the edge its episodes must pass."""
+    """The sessions nearest the event on the side named (its own, if anything in it happened on that side, then
+    the next ones), each with the edge its episodes must pass and its share of the bonus."""
     shares = STEP_SHARE_CLOSE if close else STEP_SHARE
     ids = [session[0] for session in ordered]
     if event["session_id"] not in ids:
         return {}
     at = ids.index(str(event["session_id"]))
     edge = float(event["created_at"])
-    around: dict[str, tuple[float, float]] = {}
-    for step, share in enumerate(shares):
-        index = at + step if side == "after" else at - step
-        if 0 <= index < len(ids):
-            around[ids[index]] = (edge, share)
-    return around
+    steps = ordered[at:] if side == "after" else ordered[at::-1]
+    beside = [session_id for session_id, first, last in steps
+              if (last > edge if side == "after" else first < edge)]
+    return {session_id: (edge, share) for session_id, share in zip(beside, shares, strict=False)}
 
 
 def _first_or_last(db: sqlite3.Connection, order: str, asked: actions.Asked, resolved: Resolved,

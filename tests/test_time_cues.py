@@ -1,0 +1,177 @@
+"""Time and order words in a question: each form read, and resolved against a real store of sessions on known days.
+
+The store is filled through the capture API at fixed local times (days and parts of days are the user's local
+time); resolution is checked by what a user would see: which episodes the words point at.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+import pytest
+from test_mcp_server import Memory
+
+from codeoid.memory import when
+from codeoid.store import queries
+
+TODAY = dt.date(2026, 12, 4)  # a Friday
+NOW = dt.datetime.combine(TODAY, dt.time(16, 0)).timestamp()
+
+
+def at(days_ago: int, hour: float) -> float:
+    return (dt.datetime.combine(TODAY - dt.timedelta(days=days_ago), dt.time()) + dt.timedelta(hours=hour)).timestamp()
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("what did we do today?", {"days": (when.Days(0, 0),)}),
+    ("what did we look at this morning?", {"days": (when.Days(0, 0, "morning"),)}),
+    ("what did we do yesterday afternoon?", {"days": (when.Days(1, 1, "afternoon"),)}),
+    ("what broke last night?", {"days": (when.Days(1, 1, "night"),)}),
+    ("what did we try the day before yesterday?", {"days": (when.Days(2, 2),)}),
+    ("what did we fix three days ago?", {"days": (when.Days(3, 3),)}),
+    ("which tests failed 2 days ago?", {"days": (when.Days(2, 2),)}),
+    ("what did we change a few days ago?", {"days": (when.Days(2, 4),)}),
+    ("what did we release two weeks ago?", {"days": (when.Days(11, 17),)}),
+    ("what did we merge last week?", {"days": (when.Days(5, 11),)}),  # Friday: last week is 5 to 11 days back
+    ("what did we commit earlier this week?", {"days": (when.Days(0, 4),)}),
+    ("what did we run on Monday?", {"days": (when.Days(4, 4),)}),
+    ("what did we decide last Friday evening?", {"days": (when.Days(7, 7, "evening"),)}),
+    ("what did we commit in the previous session?", {"sessions": ("previous",)}),
+    ("what did we read earlier in this session?", {"sessions": ("this",)}),
+    ("what did we do in session 8?", {"sessions": ("8",)}),
+    ("what happened in the third session?", {"sessions": ("3",)}),
+    ("what was the earliest session about?", {"sessions": ("first",)}),
+    ("what did the latest conversation cover?", {"sessions": ("last",)}),
+    ("what was the last commit we made?", {"order": "last"}),
+    ("what was the first test run that failed?", {"order": "first"}),
+    ("what was the first thing we fixed?", {"order": "first"}),
+    ("what did we fix right after the release?", {"event": "release", "side": "after", "close": True}),
+    ("what did we fix just before we merged?", {"event": "merge", "side": "before", "close": True}),
+    ("did the whole suite pass before we cut the release?", {"event": "release", "side": "before"}),
+    ("what changed since the upgrade?", {"event": "upgrade", "side": "after"}),
+])
+def test_each_time_and_order_form_is_read(question: str, expected: dict[str, object]) -> None:
+    found = when.read(question, TODAY)
+    for name, value in expected.items():
+        assert getattr(found, name) == value, (question, found)
+
+
+@pytest.mark.parametrize("question", [
+    "When did Melanie first go camping?",  # "first" with no work noun after it
+    "What did Caroline do after summer camp?",  # an event no command is
+    "what is the last argument of parse()?",
+    "the sign-in check is flaky",
+])
+def test_ordinary_words_are_not_read_as_time(question: str) -> None:
+    found = when.read(question, TODAY)
+    assert not found.anything, found
+
+
+def test_the_words_that_only_point_in_time_leave_the_question() -> None:
+    found = when.read("how many tests passed in the full run before the release?", TODAY)
+    assert found.without("how many tests passed in the full run before the release?", {"event"}) == \
+        "how many tests passed in the full run?"
+    found = when.read("what did we fix eight days ago?", TODAY)
+    assert found.without("what did we fix eight days ago?", {"days"}) == "what did we fix?"
+
+
+@pytest.fixture
+def week(codeoid_home: Path, project: Path) -> tuple[Memory, dict[str, int]]:
+    """Four sessions over a week: a fix and its commit ten days ago, a release (tag) three days ago, the fix after
+    it the same afternoon, a merge yesterday afternoon with a fix just before it."""
+    memory = Memory(codeoid_home, project)
+    ids: dict[str, int] = {}
+
+    def session(name: str, days_ago: int, hour: float) -> object:
+        memory.clock = at(days_ago, hour)
+        return memory.backing(name)
+
+    first = session("s-first", 10, 9)
+    ids["first_prompt"] = memory.user(first, "The parser drops blank lines; please fix it.")
+    ids["first_edit"] = memory.tool(first, "Edit", {"file_path": "parser.py", "old_string": "skip",
+                                                    "new_string": "keep"}, {"filePath": "parser.py"})
+    ids["first_commit"] = memory.bash(first, "git commit -am 'Keep blank lines'", "[main 1a2b3c4] Keep blank lines")
+    release = session("s-release", 3, 10)
+    ids["release_suite"] = memory.bash(release, "python -m pytest -q", "506 passed in 9.1s")
+    ids["release_tag"] = memory.bash(release, "git tag v0.6.1", "")
+    after = session("s-after", 3, 14)
+    ids["after_prompt"] = memory.user(after, "Hints vanish when stripping comments since the upgrade.")
+    ids["after_edit"] = memory.tool(after, "Edit", {"file_path": "others.py", "old_string": "False", "new_string":
+                                                    "True"}, {"filePath": "others.py"})
+    ids["after_commit"] = memory.bash(after, "git commit -am 'Keep SQL hints'", "[main 5d6e7f8] Keep SQL hints")
+    merge = session("s-merge", 1, 15)
+    ids["merge_prompt"] = memory.user(merge, "Reindent crashes with the default wrap; fix it, then merge the docs.")
+    ids["merge_edit"] = memory.tool(merge, "Edit", {"file_path": "reindent.py", "old_string": "< 1", "new_string":
+                                                    "< 0"}, {"filePath": "reindent.py"})
+    ids["merge_commit"] = memory.bash(merge, "git commit -am 'Allow wrap_after 0'", "[main 9a8b7c6] Allow wrap_after 0")
+    ids["merge"] = memory.bash(merge, "git merge --no-ff docs-typos", "Merge made by the 'ort' strategy.")
+    ids["merge_done"] = memory.assistant(merge, "Fixed reindent and merged the docs branch.")
+    return memory, ids
+
+
+def resolve(memory: Memory, question: str) -> when.Resolved:
+    workspace_id = queries.workspace_id_for(memory.db, str(memory.project))
+    return when.resolve(memory.db, question, workspace_id=workspace_id, caller_session=None, skip_live_of=None,
+                        exclude_origins=("codeoid", "seed"), now=NOW)
+
+
+def pointed(resolved: when.Resolved, ids: dict[str, int], memory: Memory) -> list[str]:
+    """The episodes the resolved words give a full bonus to, by name."""
+    names = {episode_id: name for name, episode_id in ids.items()}
+    rows = {row["id"]: row for row in (queries.get_episode(memory.db, i) for i in ids.values()) if row}
+    return sorted(names[i] for i, row in rows.items()
+                  if resolved.bonus(i, float(row["created_at"]), str(row["session_id"])) >= 0.99)
+
+
+def test_a_day_and_a_part_of_it_point_at_what_happened_then(week: tuple[Memory, dict[str, int]]) -> None:
+    memory, ids = week
+    assert pointed(resolve(memory, "what did we do yesterday afternoon?"), ids, memory) == \
+        ["merge", "merge_commit", "merge_done", "merge_edit", "merge_prompt"]
+    three = resolve(memory, "what did we work on three days ago in the afternoon?")
+    assert set(pointed(three, ids, memory)) == {"after_prompt", "after_edit", "after_commit", "release_suite",
+                                                "release_tag"}
+    assert {ids["after_prompt"]} <= set(three.added)  # found by the day alone, not by any word
+    assert resolve(memory, "what did we work on three days ago in the afternoon?").query == \
+        "what did we work on in the afternoon?"
+
+
+def test_the_first_and_the_last_of_an_action(week: tuple[Memory, dict[str, int]]) -> None:
+    memory, ids = week
+    last = resolve(memory, "what was the last commit we made?")
+    assert max(last.ordered, key=lambda i: last.ordered[i]) == ids["merge"]  # a merge writes history too
+    assert ids["merge_commit"] in last.ordered
+    first = resolve(memory, "what was the first commit?")
+    assert max(first.ordered, key=lambda i: first.ordered[i]) == ids["first_commit"]
+    fixed = resolve(memory, "what was the first thing we fixed?")
+    assert max(fixed.ordered, key=lambda i: fixed.ordered[i]) == ids["first_edit"]
+
+
+def test_before_and_after_an_event_point_at_the_sessions_beside_it(week: tuple[Memory, dict[str, int]]) -> None:
+    memory, ids = week
+    after = pointed(resolve(memory, "what did we fix right after the release?"), ids, memory)
+    assert "after_edit" in after and "release_suite" not in after and "first_edit" not in after
+    before = resolve(memory, "what did we fix just before the merge?")
+    assert {"merge_edit", "merge_commit"} <= set(pointed(before, ids, memory))
+    assert before.bonus(ids["merge_done"], at(1, 16), "") == 0.0  # after it, not before
+    assert before.query == "what did we fix?"
+    suite = pointed(resolve(memory, "did the whole suite pass before we cut the release?"), ids, memory)
+    assert "release_suite" in suite and "after_commit" not in suite
+
+
+def test_sessions_named_by_order_or_number(week: tuple[Memory, dict[str, int]]) -> None:
+    memory, ids = week
+    assert pointed(resolve(memory, "what did we commit in the previous session?"), ids, memory) == \
+        ["merge", "merge_commit", "merge_done", "merge_edit", "merge_prompt"]
+    assert pointed(resolve(memory, "what was the earliest session about?"), ids, memory) == \
+        ["first_commit", "first_edit", "first_prompt"]
+    assert pointed(resolve(memory, "what did we do in session 3?"), ids, memory) == \
+        ["after_commit", "after_edit", "after_prompt"]
+
+
+def test_words_that_point_at_nothing_in_the_store_change_nothing(week: tuple[Memory, dict[str, int]]) -> None:
+    memory, _ = week
+    for question in ("what did we do two weeks ago?", "what did we deploy after the rebase?",
+                     "what did we discuss in session 12?"):
+        resolved = resolve(memory, question)
+        assert not resolved.anything and resolved.query == question
