@@ -37,6 +37,9 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
 
 SOURCE_PACKAGES = ("click", "httpx", "mcp", "pydantic", "chromadb")
 TOOL_LINES = 40
+# What `--time-words` adds: a day, an order of an action, an event's side, a session (`codeoid.memory.when`).
+TIME_WORDS = ("yesterday afternoon", "in the last commit", "right after the merge", "in the previous session",
+              "three days ago", "in the first failing test run", "before the release", "last week")
 BATCH = 2000
 
 
@@ -206,6 +209,8 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--markdown", action="store_true")
     parser.add_argument("--keep", type=Path, help="build the stores under this folder once and reuse them")
+    parser.add_argument("--time-words", action="store_true",
+                        help="every fourth question names a time or an order (yesterday, the last commit, ...)")
     args = parser.parse_args()
     signal.signal(signal.SIGTERM, lambda _signum, _frame: sys.exit(143))
     lines = source_lines()
@@ -213,6 +218,9 @@ def main() -> None:
     questions = [" ".join(rng.sample(lines[rng.randrange(len(lines))].split() or ["retry"], 1) +
                           rng.sample(("timeout", "failing test", "the parser", "config error", "why"), 2))
                  for _ in range(args.queries)]
+    if args.time_words:  # every fourth asks about when: what recall resolves against the store before it ranks
+        questions = [f"{question} {TIME_WORDS[n // 4 % len(TIME_WORDS)]}" if n % 4 == 3 else question
+                     for n, question in enumerate(questions)]
     rows = []
     for count in (int(n) for n in args.episodes.split(",")):
         with tempfile.TemporaryDirectory() as scratch:

@@ -69,12 +69,13 @@ _ANSWERED = (r"(say|said|suggest|suggested|answer|answered|tell|told|recommend|r
 # broke", "we committed", "the tests passed"), or by a verb after its subject ("did we commit", "how did we check",
 # "we run"): bare, "check", "run" and "commit" are as often nouns ("the sign-in check") that name no action.
 _RUN_NOUNS = (r"\b(output|traceback|stack ?trace|stderr|stdout|error message|exit (code|status)|test run|failures?"
-              r"|log|suite|the (crash|failure|error)s?|(the|a|which|last|first|latest) (commit|tag|merge)s?)\b")
+              r"|log|suite|the (crash|failure|error)s?|(the|a|which|last|first|latest) (commit|tag|merge)s?"
+              r"|(tests?|suite|it|build|ci|checks?) (still |ever |all )?pass(es)?)\b")
 _RUN_DONE = (r"\b(fail(ed|ing|s)|broke|broken|crash(ed|es|ing)|blew up|went wrong|committed|tagged|merged|pushed"
              r"|checked|verified|confirmed|made sure|ran|passed|passing|measured|timed|benchmarked|profiled"
              r"|reproduced|tested)\b")
 _SUBJECT = r"\b(?:we|i|you|did (?:we|i|you)|do (?:we|i|you)|to|can (?:we|i|you)|could (?:we|i|you))(?:\s+\w+ly)?"
-_RUN_VERBS = (r"(check|run|commit|tag|merge|push|pass|fail|break|crash|verify|confirm|make sure|measure|time"
+_RUN_VERBS = (r"(check|run|commit|tag|merge|push|fail|break|crash|verify|confirm|make sure|measure|time"
               r"|benchmark|profile|reproduce|test)")
 # Cues for a role (`role_of`): "what did I ask" wants a prompt, "your answer" an answer, "the diff" a change...
 _ROLE_CUES = {

@@ -67,9 +67,11 @@ class RecallWeights:
     # z-score fusion: turns of work as a unit (`codeoid.memory.turns.TurnWeights`); `turn_lend=0` and
     # `turn_repeat=0` leave turns out.
     turn_lend: float = 1.0
+    turn_step: float = 0.2
     turn_prompt: float = 1.0
-    turn_repeat: float = 0.3
+    turn_repeat: float = 0.15
     turn_explanation: float = 1.5
+    turn_plain: float = 0.0
     # z-score fusion: bonus for an episode the question's time and order words point at (`codeoid.memory.when`)
     time: float = 5.0
 

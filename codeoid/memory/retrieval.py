@@ -202,8 +202,8 @@ def _by_turns(db: sqlite3.Connection, fused: list[tuple[int, float]], fusion: ra
                             str(row["session_id"]))
 
     return turns.rerank(fused, work, score_of, fusion.asked, turns.TurnWeights(
-        lend=weights.turn_lend, prompt=weights.turn_prompt, repeat=weights.turn_repeat,
-        explanation=weights.turn_explanation))
+        lend=weights.turn_lend, step=weights.turn_step, prompt=weights.turn_prompt, repeat=weights.turn_repeat,
+        explanation=weights.turn_explanation, plain=weights.turn_plain))
 
 
 def _shared_hits(nearest: list[Hit], store: str, limit: int) -> tuple[Hit, ...]:

@@ -24,22 +24,25 @@ from codeoid.store.queries import Row
 
 # How many of the best candidates have their turns looked at.
 TURNS_OF_BEST = 30
-# A turn's episodes are looked for this many ids either side of a candidate (a turn is contiguous in its session).
-TURN_REACH = 400
+# The most episodes of one turn weighed (an agent's turn can run hundreds of tool calls): its first ones.
+TURN_MEMBERS = 300
 MEMBER_COLUMNS = ("e.id, e.kind, e.session_id, e.turn, e.created_at, e.paths, e.tool_name, e.is_error,"
                   " substr(coalesce(e.original_command, e.command), 1, 200) AS original_command")
 
 
 @dataclass(frozen=True)
 class TurnWeights:
-    """`lend`: the share of the gap to the turn's best score an episode that fits the question closes. `prompt`:
+    """`lend`: the share of the gap to the turn's best score an episode that fits the question closes (`step` less
+    for each that fits better or scores higher on its own). `prompt`:
     what a work turn's prompt loses when the question wants something else. `repeat`: what each further episode of
     one turn loses in the list. `explanation`: the bonus for a work turn's answer when the question asks why."""
 
     lend: float = 1.0
+    step: float = 0.2
     prompt: float = 1.0
-    repeat: float = 0.3
+    repeat: float = 0.15
     explanation: float = 1.5
+    plain: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -55,15 +58,14 @@ def members_of_turns(db: sqlite3.Connection, rows: Mapping[int, Row], ids: Seque
                      exclude_origins: tuple[str, ...]) -> tuple[dict[tuple[str, int], list[Member]], dict[int, Row]]:
     """The recallable episodes of the turns of `ids` that hold a tool call, by turn, and the rows read for those
     not in `rows` (light columns: what ranking weighs, not their text)."""
-    wanted: dict[tuple[str, int], int] = {}
+    wanted: dict[tuple[str, int], None] = {}
     for episode_id in ids:
         row = rows.get(episode_id)
-        if row is None or row.get("turn") is None:
-            continue
-        wanted.setdefault((str(row["session_id"]), int(str(row["turn"]))), episode_id)
+        if row is not None and row.get("turn") is not None:
+            wanted[(str(row["session_id"]), int(str(row["turn"])))] = None
     found: dict[int, Row] = {}
-    for (session_id, turn), episode_id in wanted.items():
-        found.update(_turn_rows(db, session_id, turn, episode_id, workspace_id, skip_live_of, exclude_origins))
+    for session_id, turn in wanted:
+        found.update(_turn_rows(db, session_id, turn, workspace_id, skip_live_of, exclude_origins))
     turns: dict[tuple[str, int], list[Member]] = {}
     for row in sorted(found.values(), key=lambda row: int(str(row["id"]))):
         key = (str(row["session_id"]), int(str(row["turn"])))
@@ -72,12 +74,11 @@ def members_of_turns(db: sqlite3.Connection, rows: Mapping[int, Row], ids: Seque
     return work, {episode_id: row for episode_id, row in found.items() if episode_id not in rows}
 
 
-def _turn_rows(db: sqlite3.Connection, session_id: str, turn: int, near: int, workspace_id: int | None,
+def _turn_rows(db: sqlite3.Connection, session_id: str, turn: int, workspace_id: int | None,
                skip_live_of: str | None, exclude_origins: tuple[str, ...]) -> dict[int, Row]:
     found = queries.recallable_episodes_where(
-        db, "e.session_id = ? AND e.id BETWEEN ? AND ? AND e.turn = ?",
-        [session_id, near - TURN_REACH, near + TURN_REACH, turn], workspace_id=workspace_id,
-        skip_live_of=skip_live_of, exclude_origins=exclude_origins, columns=MEMBER_COLUMNS)
+        db, "e.session_id = ? AND e.turn = ?", [session_id, turn], workspace_id=workspace_id,
+        skip_live_of=skip_live_of, exclude_origins=exclude_origins, columns=MEMBER_COLUMNS, limit=TURN_MEMBERS)
     return {int(str(row["id"])): row for row in found}
 
 
@@ -88,23 +89,25 @@ def tags_of_row(row: Row) -> frozenset[str]:
 
 def rerank(scored: list[tuple[int, float]], turns: Mapping[tuple[str, int], list[Member]],
            score_of: Callable[[int], float], asked: actions.Asked, weights: TurnWeights) -> list[tuple[int, float]]:
-    """`scored` (best first) with each work turn's episodes rescored: lent the turn's best score as far as they fit
-    the question, its prompt stepping back when the question wants something else, and each episode of a turn
-    after the first stepping back `repeat` further. `score_of` scores an episode that was not a candidate."""
+    """`scored` (best first) with each work turn's episodes rescored: those that fit the question, best fit first
+    and then by their own score, are lent the turn's best score (each a `step` below the one before), its prompt
+    steps back when the question wants something else, and each episode of a turn after the first steps back
+    `repeat` further. `score_of` scores an episode that was not a candidate."""
     scores = dict(scored)
     for members in turns.values():
         own = {m.id: scores[m.id] if m.id in scores else score_of(m.id) for m in members}
         best = max(own.values())
-        for member in members:
-            score = own[member.id]
-            fits = _fit(asked, member)
-            if fits:
-                score += weights.lend * fits * max(0.0, best - score)
-                if asked.explanation and member.kind == "assistant":
-                    score += weights.explanation
-            elif member.kind == "user" and asked.anything:
-                score -= weights.prompt
+        fits = {m.id: _fit(asked, m, weights.plain) for m in members}
+        fitting = sorted((m for m in members if fits[m.id]), key=lambda m: (-fits[m.id], -own[m.id]))
+        for place, member in enumerate(fitting):
+            target = best - weights.step * place
+            score = own[member.id] + weights.lend * max(0.0, target - own[member.id])
+            if asked.explanation and member.kind == "assistant":
+                score += weights.explanation
             scores[member.id] = score
+        for member in members:
+            if member.kind == "user" and not fits[member.id] and (asked.anything or weights.plain):
+                scores[member.id] = own[member.id] - weights.prompt
     ranked = sorted(scores.items(), key=lambda item: (-item[1], -item[0]))
     if not weights.repeat:
         return ranked
@@ -120,12 +123,14 @@ def rerank(scored: list[tuple[int, float]], turns: Mapping[tuple[str, int], list
     return sorted(stepped, key=lambda item: (-item[1], -item[0]))
 
 
-def _fit(asked: actions.Asked, member: Member) -> float:
+def _fit(asked: actions.Asked, member: Member, plain: float) -> float:
     """How far a turn's episode fits the question: by its role and tags, or, when the question asks why, as the
-    answer that closed the turn."""
-    if asked.explanation and member.kind == "assistant":
-        return 1.0
-    return actions.fit(asked, member.tags)
+    answer that closed the turn; a question that names nothing fits the turn's answers by `plain`."""
+    if member.kind == "assistant" and (asked.explanation or not asked.anything):
+        return 1.0 if asked.explanation else plain
+    # A question that asks why names its run only to say which ("the cause when the import crashed"): the run
+    # fits after the explanation.
+    return actions.fit(asked, member.tags) * (0.5 if asked.explanation else 1.0)
 
 
 def _str(value: object) -> str | None:

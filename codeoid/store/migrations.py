@@ -476,6 +476,13 @@ def m014_command_as_typed(db: sqlite3.Connection) -> None:
     )
 
 
+@migration
+def m015_turn_index(db: sqlite3.Connection) -> None:
+    """Episodes by session and turn: recall ranks a turn of work as a unit (`codeoid.memory.turns`) and reads the
+    episodes of each candidate's turn, which the session index alone finds only by walking the whole session."""
+    run_script(db, "CREATE INDEX IF NOT EXISTS episodes_turn ON episodes(session_id, turn, id);")
+
+
 def migrate(db: sqlite3.Connection, upto: str | None = None) -> list[str]:
     """Apply every migration not yet recorded (stopping after `upto` if given); return the names applied."""
     if _is_current(db, upto):
