@@ -292,15 +292,15 @@ class _Scope:
 
 
 def _count(db: sqlite3.Connection, where: str, params: list[object], scope: _Scope) -> int:
-    return len(scope.rows(db, where, params, limit=1, columns="e.id"))
+    return len(scope.rows(db, where, params, order="e.created_at", limit=1, columns="e.id"))
 
 
 def _sessions(db: sqlite3.Connection, workspace_id: int) -> list[tuple[str, float, float]]:
     """The workspace's sessions that hold episodes, oldest first: (id, first episode time, last episode time)."""
     return [(str(row[0]), float(row[1]), float(row[2])) for row in db.execute(
-        "SELECT s.id, (SELECT min(created_at) FROM episodes e WHERE e.session_id = s.id),"
-        " (SELECT max(created_at) FROM episodes e WHERE e.session_id = s.id) AS last"
-        " FROM sessions s WHERE s.workspace_id = ? AND last IS NOT NULL ORDER BY 2", (workspace_id,))]
+        "SELECT s.id, (SELECT created_at FROM episodes e WHERE e.session_id = s.id ORDER BY id LIMIT 1) AS first,"
+        " (SELECT created_at FROM episodes e WHERE e.session_id = s.id ORDER BY id DESC LIMIT 1) AS last"
+        " FROM sessions s WHERE s.workspace_id = ? AND last IS NOT NULL ORDER BY first", (workspace_id,))]
 
 
 def _picked(names: Sequence[str], ordered: list[tuple[str, float, float]], caller: str | None) -> dict[str, float]:
@@ -372,23 +372,19 @@ def _first_or_last(db: sqlite3.Connection, order: str, asked: actions.Asked, res
 
 def _added(db: sqlite3.Connection, resolved: Resolved, asked: actions.Asked, scope: _Scope) -> list[int]:
     """Episodes to rank although neither words nor meaning found them: what the time words point at (the
-    prompts and answers of those spans and sessions, and the episodes of the action named)."""
+    prompts and answers of those spans and sessions, and the runs and edits of the action named), earliest first
+    within each span or set of sessions."""
     added = list(resolved.ordered)
-    clauses: list[str] = []
-    params: list[object] = []
-    for span in resolved.spans:
-        clauses.append("(e.created_at >= ? AND e.created_at < ?)")
-        params += [span.start, span.end]
+    pointed: list[tuple[str, list[object], str]] = [
+        ("e.created_at >= ? AND e.created_at < ?", [span.start, span.end], "e.created_at") for span in resolved.spans]
     sessions = [*resolved.sessions, *resolved.around]
     if sessions:
-        clauses.append(f"e.session_id IN ({', '.join('?' for _ in sessions)})")
-        params += sessions
-    if not clauses:
-        return added
-    for row in scope.rows(db, " OR ".join(clauses), params):
-        if not resolved.bonus(int(row["id"]), float(row["created_at"]), str(row["session_id"])):
-            continue
-        tags = actions.tags_of(str(row["kind"]), row["tool_name"], row["original_command"], row["is_error"])
-        if row["kind"] != "tool" or (asked.roles and actions.fit(asked, tags)):
-            added.append(int(row["id"]))
+        pointed.append((f"e.session_id IN ({', '.join('?' for _ in sessions)})", list(sessions), "e.id"))
+    for where, params, order in pointed:
+        for row in scope.rows(db, where, params, order=order):
+            if not resolved.bonus(int(row["id"]), float(row["created_at"]), str(row["session_id"])):
+                continue
+            tags = actions.tags_of(str(row["kind"]), row["tool_name"], row["original_command"], row["is_error"])
+            if row["kind"] != "tool" or (asked.roles and actions.fit(asked, tags)):
+                added.append(int(row["id"]))
     return list(dict.fromkeys(added))[:ADDED]

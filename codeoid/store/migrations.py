@@ -477,10 +477,15 @@ def m014_command_as_typed(db: sqlite3.Connection) -> None:
 
 
 @migration
-def m015_turn_index(db: sqlite3.Connection) -> None:
-    """Episodes by session and turn: recall ranks a turn of work as a unit (`codeoid.memory.turns`) and reads the
-    episodes of each candidate's turn, which the session index alone finds only by walking the whole session."""
-    run_script(db, "CREATE INDEX IF NOT EXISTS episodes_turn ON episodes(session_id, turn, id);")
+def m015_turn_and_time_indexes(db: sqlite3.Connection) -> None:
+    """Episodes by session and turn, and by time: recall ranks a turn of work as a unit (`codeoid.memory.turns`) and
+    reads the episodes of each candidate's turn, which the session index alone finds only by walking the whole
+    session; and it resolves "yesterday afternoon" to the episodes of that span (`codeoid.memory.when`), which
+    without an index on time means reading every episode of the workspace."""
+    run_script(db, """
+        CREATE INDEX IF NOT EXISTS episodes_turn ON episodes(session_id, turn, id);
+        CREATE INDEX IF NOT EXISTS episodes_time ON episodes(workspace_id, created_at);
+    """)
 
 
 def migrate(db: sqlite3.Connection, upto: str | None = None) -> list[str]:
