@@ -1,0 +1,58 @@
+"""What an episode did and what a question asks for: roles, run tags and cues, in the words people use."""
+
+from __future__ import annotations
+
+import pytest
+
+from codeoid.memory.actions import asked, tags_of
+
+
+@pytest.mark.parametrize(("command", "is_error", "expected"), [
+    ("git commit -am 'Keep hints'", False, {"run", "passed", "commit"}),
+    ("cd repo && git merge --no-ff docs-typos", False, {"run", "passed", "commit"}),
+    ("git tag -a v0.6.1 -m 'Release 0.6.1'", False, {"run", "passed", "commit"}),
+    ("python3 -m pytest -q tests/test_format.py", True, {"run", "failed", "test"}),
+    ("PYTHONPATH=. pytest -x", False, {"run", "passed", "test"}),
+    ("npm test -- --watch=false", True, {"run", "failed", "test"}),
+    ("cargo test --lib", False, {"run", "passed", "test"}),
+    ("make -j4 check", False, {"run", "passed", "test"}),
+    ("grep -rn MAX_GROUPING_TOKENS sqlparse", False, {"run", "passed"}),
+    ("git diff --stat", False, {"change", "passed"}),
+    ("cat pyproject.toml", False, {"read", "passed"}),
+    ("git log --oneline -5", False, {"run", "passed"}),
+])
+def test_a_shell_run_is_tagged_by_how_it_went_and_what_it_was(command: str, is_error: bool,
+                                                                 expected: set[str]) -> None:
+    assert tags_of("tool", "Bash", command, is_error) == expected
+
+
+def test_other_calls_have_their_role_only() -> None:
+    assert tags_of("tool", "Edit", None, False) == {"change"}
+    assert tags_of("tool", "Read", None, False) == {"read"}
+    assert tags_of("tool", "Grep", None, False) == {"tool"}
+    assert tags_of("assistant", None, None, False) == {"assistant"}
+
+
+@pytest.mark.parametrize(("question", "roles", "tags", "explanation"), [
+    ("what broke when we tried to format a huge insert?", {"run"}, {"failed"}, False),
+    ("show me the crash from formatting with reindent", {"run"}, {"failed"}, False),
+    ("did we commit the fix for statements that start with WITH?", {"run", "change"}, {"commit"}, False),
+    ("how did we check that a tiny right margin is refused?", {"run"}, set(), False),
+    ("did the whole suite pass?", {"run"}, {"passed", "test"}, False),
+    ("which test failed when the names changed?", {"run", "change"}, {"failed", "test"}, False),
+    ("what was the last commit we made?", {"run"}, {"commit"}, False),
+    ("what changed in the code to bring the hints back?", {"change"}, set(), False),
+    ("why did our optimizer hints disappear?", set(), set(), True),
+    ("where did the bug with the quotes come from?", set(), set(), True),
+    ("what did we decide about the token limit?", set(), set(), True),
+    ("what did the review of the uncommitted change conclude?", {"change"}, set(), True),
+    ("could you reproduce the overnight CI failure?", {"run"}, {"failed"}, True),
+    # Nouns that name no action: a check, a run of words, passing something along.
+    ("cure flaky sign-in check", set(), set(), False),
+    ("the diff where we pass the configured help flags through", {"change"}, set(), False),
+    ("what values does the case option accept?", set(), set(), False),
+])
+def test_a_question_names_the_action_it_wants(question: str, roles: set[str], tags: set[str],
+                                              explanation: bool) -> None:
+    found = asked(question)
+    assert (set(found.roles), set(found.tags), found.explanation) == (roles, tags, explanation)
