@@ -36,12 +36,14 @@ _PARTS = {"morning": (5, 12), "afternoon": (12, 18), "evening": (18, 24), "night
 _WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 
 _TODAY = re.compile(rf"\b(?:today|this {_PART}|tonight|earlier today)\b", re.IGNORECASE)
-_YESTERDAY = re.compile(rf"\b(?:(the day before yesterday)|yesterday(?:\s+{_PART})?|last (night|evening))\b",
+# A part of the day after a day: "yesterday afternoon", "three days ago in the morning", "on Monday that evening".
+_DAY_PART = rf"(?:,?\s+(?:in the |that |during the |late in the |early in the )?{_PART})?"
+_YESTERDAY = re.compile(rf"\b(?:(the day before yesterday)|yesterday{_DAY_PART}|last (night|evening))\b",
                         re.IGNORECASE)
-_DAYS_AGO = re.compile(rf"\b{_NUMBER}\s+days?\s+ago\b", re.IGNORECASE)
+_DAYS_AGO = re.compile(rf"\b{_NUMBER}\s+days?\s+ago{_DAY_PART}\b", re.IGNORECASE)
 _WEEKS_AGO = re.compile(rf"\b{_NUMBER}\s+weeks?\s+ago\b", re.IGNORECASE)
 _WEEK = re.compile(r"\b(last|this|previous|past)\s+week\b|\bearlier this week\b", re.IGNORECASE)
-_WEEKDAY = re.compile(rf"\b(?:on|last)\s+({'|'.join(_WEEKDAYS)})\b(?:\s+{_PART})?", re.IGNORECASE)
+_WEEKDAY = re.compile(rf"\b(?:on|last)\s+({'|'.join(_WEEKDAYS)})\b{_DAY_PART}", re.IGNORECASE)
 _SESSION_WORD = r"(?:session|conversation|chat|window)"
 _PREVIOUS_SESSION = re.compile(rf"\b(?:previous|last|prior|earlier)\s+{_SESSION_WORD}\b|\b{_SESSION_WORD}\s+before"
                                r"\s+(?:this|the current)\s+one\b", re.IGNORECASE)
@@ -56,9 +58,11 @@ _WORK_NOUNS = (r"(?:\w+\s+){0,2}?(thing|things|task|step|bug|problem|issue|fix|f
                r"|run|runs|test|tests|failure|failures|error|errors|crash|edit|edits|time|release|tag|merge|check)\b")
 _ORDER = re.compile(rf"\b(first|earliest|initial|last|latest|most recent|final|newest)\s+{_WORK_NOUNS}",
                     re.IGNORECASE)
+# "right after the release", "just before we merged", "before we cut the first patch release", "once we had merged
+# the teammate's branch": an event word within `_EVENT_REACH` words of the preposition.
 _RELATIVE = re.compile(r"\b(right |just |shortly |soon |immediately |directly )?(before|after|since|following"
-                       r"|prior to|ahead of)\s+(?:we |i |you |the |our |a |that )?(?:(?:cut|did|made|ran|started"
-                       r"|finished|shipped|pushed out|put out|do|make)\s+(?:the |a |our )?)?(\w+)", re.IGNORECASE)
+                       r"|prior to|ahead of|once|by the time)\b", re.IGNORECASE)
+_EVENT_REACH = 6
 # Events an order can hang on, by the word a question names them with: the shell commands that are the event.
 _EVENTS = {
     "merge": r"git\s+(?:-C\s+\S+\s+)?merge\b", "release": r"git\s+(?:-C\s+\S+\s+)?tag\b|\brelease\b|\bpublish\b",
@@ -72,6 +76,7 @@ _EVENT_WORDS = {"merge": "merge", "merged": "merge", "merging": "merge", "releas
                 "pushed": "push", "rebase": "rebase", "rebased": "rebase", "deploy": "deploy", "deployed": "deploy",
                 "deployment": "deploy", "upgrade": "upgrade", "upgraded": "upgrade", "install": "install",
                 "installed": "install", "commit": "commit", "committed": "commit", "revert": "revert",
+                "combined": "merge", "shipped": "release", "ship": "release", "published": "release",
                 "reverted": "revert"}
 # How much of a bonus the sessions a step away from an event keep (the event's own session is step 0).
 STEP_SHARE = (1.0, 0.6, 0.3, 0.15)
@@ -107,6 +112,7 @@ class Read:
     side: str | None = None  # "before" or "after" the event
     close: bool = False  # "right after", "just before"
     where: tuple[tuple[str, int, int], ...] = ()
+    event_order: str = "last"  # which of several such events: "the first patch release", else the latest
 
     @property
     def anything(self) -> bool:
@@ -136,7 +142,9 @@ def read(question: str, today: dt.date | None = None) -> Read:
         day(match, Days(2, 2) if match.group(1) else Days(1, 1, _part(match.group(0))))
     for match in _DAYS_AGO.finditer(question):
         count = _number(match.group(1))
-        day(match, Days(count - 1, count + 1) if match.group(1).lower().endswith("few") else Days(count, count))
+        part = _part(match.group(0)[len(match.group(1)):])
+        day(match, Days(count - 1, count + 1, part) if match.group(1).lower().endswith("few")
+            else Days(count, count, part))
     for match in _WEEKS_AGO.finditer(question):
         count = _number(match.group(1))
         day(match, Days(7 * count - 3, 7 * count + 3))
@@ -147,7 +155,7 @@ def read(question: str, today: dt.date | None = None) -> Read:
             else Days(0, monday))
     for match in _WEEKDAY.finditer(question):
         back = (today.weekday() - _WEEKDAYS.index(match.group(1).lower())) % 7 or 7
-        day(match, Days(back, back, match.group(2).lower() if match.group(2) else None))
+        day(match, Days(back, back, _part(match.group(0))))
     masked = _blank(question, [(start, end) for _, start, end in where])
     sessions: list[str] = []
     for pattern, name in ((_PREVIOUS_SESSION, "previous"), (_THIS_SESSION, "this")):
@@ -164,20 +172,28 @@ def read(question: str, today: dt.date | None = None) -> Read:
             sessions.append("first" if word in ("first", "earliest", "initial", "oldest") else "last")
             where.append(("sessions", match.start(), match.end()))
     masked = _blank(question, [(start, end) for _, start, end in where])
-    found = _ORDER.search(masked)
-    order = None if found is None else "first" if found.group(1).lower() in ("first", "earliest", "initial") \
-        else "last"
     event: str | None = None
     side: str | None = None
     close = False
+    event_order = "last"
     for match in _RELATIVE.finditer(masked):
-        named = _EVENT_WORDS.get(match.group(3).lower())
+        words = list(re.finditer(r"[\w'-]+", masked[match.end():]))[:_EVENT_REACH]
+        named = next(((_EVENT_WORDS[w.group(0).lower()], w) for w in words if w.group(0).lower() in _EVENT_WORDS),
+                     None)
         if named is not None:
-            event, close = named, bool(match.group(1))
-            side = "before" if match.group(2).lower() in ("before", "prior to", "ahead of") else "after"
-            where.append(("event", match.start(), match.end()))
+            event, close = named[0], bool(match.group(1))
+            side = "before" if match.group(2).lower() in ("before", "prior to", "ahead of", "by the time") \
+                else "after"
+            end = match.end() + named[1].end()
+            if re.search(r"\b(first|earliest|initial)\b", masked[match.end():end], re.IGNORECASE):
+                event_order = "first"
+            where.append(("event", match.start(), end))
             break
-    return Read(tuple(days), tuple(dict.fromkeys(sessions)), order, event, side, close, tuple(where))
+    masked = _blank(question, [(start, end) for _, start, end in where])
+    found = _ORDER.search(masked)
+    order = None if found is None else "first" if found.group(1).lower() in ("first", "earliest", "initial") \
+        else "last"
+    return Read(tuple(days), tuple(dict.fromkeys(sessions)), order, event, side, close, tuple(where), event_order)
 
 
 def _blank(text: str, spans: Sequence[tuple[int, int]]) -> str:
@@ -253,7 +269,7 @@ def resolve(db: sqlite3.Connection, question: str, *, workspace_id: int | None, 
     ordered = _sessions(db, workspace_id)
     resolved.sessions = _picked(words.sessions, ordered, caller_session)
     if words.event is not None and words.side is not None:
-        event = _event(db, words.event, resolved.spans, scope)
+        event = _event(db, words.event, words.event_order, resolved.spans, scope)
         if event is not None:
             resolved.around, resolved.side = _around(event, ordered, words.side, words.close), words.side
     asked = actions.asked(question)
@@ -322,11 +338,13 @@ def _picked(names: Sequence[str], ordered: list[tuple[str, float, float]], calle
     return picked
 
 
-def _event(db: sqlite3.Connection, name: str, spans: list[Span], scope: _Scope) -> Row | None:
-    """The latest shell run that is the event (within the spans named, if any)."""
+def _event(db: sqlite3.Connection, name: str, which: str, spans: list[Span], scope: _Scope) -> Row | None:
+    """The latest (or, `which` = "first", the earliest) shell run that is the event, within the spans named if
+    any."""
     pattern = re.compile(_EVENTS[name], re.IGNORECASE)
     for row in scope.rows(db, "e.kind = 'tool' AND e.tool_name IN ({})".format(
-            ", ".join("?" for _ in actions.RUN_TOOLS)), sorted(actions.RUN_TOOLS), order="e.id DESC"):
+            ", ".join("?" for _ in actions.RUN_TOOLS)), sorted(actions.RUN_TOOLS),
+            order="e.id" if which == "first" else "e.id DESC"):
         if spans and not any(span.start <= float(row["created_at"]) < span.end for span in spans):
             continue
         command = str(row["original_command"] or "")
