@@ -13,7 +13,9 @@ import pytest
 from test_mcp_server import Memory
 
 from codeoid.memory import when
-from codeoid.store import queries
+from codeoid.store import capture, queries, rotations
+from codeoid.store import db as store_db
+from codeoid.workspace import identify
 
 TODAY = dt.date(2026, 12, 4)  # a Friday
 NOW = dt.datetime.combine(TODAY, dt.time(16, 0)).timestamp()
@@ -178,3 +180,36 @@ def test_words_that_point_at_nothing_in_the_store_change_nothing(week: tuple[Mem
                      "what did we discuss in session 12?"):
         resolved = resolve(memory, question)
         assert not resolved.anything and resolved.query == question
+
+
+def test_under_a_rotating_session_the_previous_session_is_the_window_before_the_rotation(
+        codeoid_home: Path, project: Path) -> None:
+    """`codeoid run` keeps one session for weeks: "the previous session" and "before the rotation" point at the
+    window the last rotation closed."""
+    memory = Memory(codeoid_home, project)
+    memory.clock = at(2, 10)
+    first = memory.backing("window-1")
+    early = memory.user(first, "Profile the exporter on the big fixture.")
+    timed = memory.bash(first, "python bench.py", "exported 10000 rows in 4.2 s")
+    memory.clock = at(1, 10)
+    with store_db.write_transaction(memory.db):
+        rotations.record_rotation(memory.db, session_id=first.session_id, workspace=identify(str(project)),
+                                  from_backing_session_id="window-1", to_backing_session_id="window-2",
+                                  reason="threshold", occupancy_tokens=180_000, window_tokens=200_000,
+                                  now=memory.now())
+        second = capture.ensure_backing_session(memory.db, backing_session_id="window-2",
+                                                workspace=identify(str(project)), now=memory.now(),
+                                                codeoid_session_id=first.session_id, source="startup")
+    later = memory.user(second, "Now add the CSV option.")
+    workspace_id = queries.workspace_id_for(memory.db, str(memory.project))
+
+    def pointed_at(question: str) -> set[int]:
+        resolved = when.resolve(memory.db, question, workspace_id=workspace_id, caller_session=first.session_id,
+                                skip_live_of="window-2", exclude_origins=("codeoid", "seed"), now=NOW)
+        rows = [queries.get_episode(memory.db, i) for i in (early, timed, later)]
+        return {int(row["id"]) for row in rows if row is not None
+                and resolved.bonus(int(row["id"]), float(row["created_at"]), str(row["session_id"])) >= 0.99}
+
+    assert pointed_at("how long did the export take in the previous session?") == {early, timed}
+    assert pointed_at("what did we time before the rotation?") == {early, timed}
+    assert pointed_at("what did we start after we rotated?") == {later}

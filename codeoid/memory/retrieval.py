@@ -21,7 +21,7 @@ from functools import partial
 from typing import TYPE_CHECKING, TypeVar
 
 from codeoid.memory import chroma_server, ranking, turns, when
-from codeoid.store import context_index, identity, queries, raw, vector_progress
+from codeoid.store import context_index, identity, queries, raw, rotations, vector_progress
 from codeoid.store.queries import Row
 
 if TYPE_CHECKING:  # the vector index and the model load only when a query reaches them (~0.8 s)
@@ -156,7 +156,7 @@ def _when(db: sqlite3.Connection, query: str, workspace_id: int | None, skip_liv
           ) -> when.Resolved | None:
     """What the question's time and order words point at (`codeoid.memory.when`); None when it names no time the
     store knows."""
-    caller = queries.session_of_backing(db, skip_live_of) if skip_live_of else None
+    caller = rotations.session_of_backing(db, skip_live_of) if skip_live_of else None
     resolved = when.resolve(db, query, workspace_id=workspace_id, caller_session=caller, skip_live_of=skip_live_of,
                             exclude_origins=NOT_RECALLED_ORIGINS)
     return resolved if resolved.anything else None

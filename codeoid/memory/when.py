@@ -77,6 +77,7 @@ _EVENT_WORDS = {"merge": "merge", "merged": "merge", "merging": "merge", "releas
                 "deployment": "deploy", "upgrade": "upgrade", "upgraded": "upgrade", "install": "install",
                 "installed": "install", "commit": "commit", "committed": "commit", "revert": "revert",
                 "combined": "merge", "shipped": "release", "ship": "release", "published": "release",
+                "rotation": "rotation", "rotated": "rotation", "rotate": "rotation",
                 "reverted": "revert"}
 # How much of a bonus the sessions a step away from an event keep (the event's own session is step 0).
 STEP_SHARE = (1.0, 0.6, 0.3, 0.15)
@@ -226,6 +227,9 @@ class Resolved:
 
     query: str = ""  # the question without the words of the pointers that resolved
     spans: list[Span] = field(default_factory=list)
+    # Context windows of one session picked like sessions: under `codeoid run` a session lasts for weeks, and "the
+    # previous session" is the window before the last rotation.
+    windows: list[Span] = field(default_factory=list)
     sessions: dict[str, float] = field(default_factory=dict)
     # Sessions around an event, each with the time on the far side of which its episodes count (after: later than
     # it; before: earlier than it) and their weight.
@@ -236,15 +240,16 @@ class Resolved:
 
     @property
     def anything(self) -> bool:
-        return bool(self.spans or self.sessions or self.around or self.ordered)
+        return bool(self.spans or self.sessions or self.windows or self.around or self.ordered)
 
     def bonus(self, episode_id: int, created_at: float, session_id: str | None) -> float:
         """The share of the time bonus an episode earns: each kind of cue the question gave counts equally."""
         parts: list[float] = []
         if self.spans:
             parts.append(float(any(span.start <= created_at < span.end for span in self.spans)))
-        if self.sessions:
-            parts.append(self.sessions.get(session_id or "", 0.0))
+        if self.sessions or self.windows:
+            in_window = any(window.start <= created_at < window.end for window in self.windows)
+            parts.append(max(self.sessions.get(session_id or "", 0.0), float(in_window)))
         if self.around:
             edge, weight = self.around.get(session_id or "", (0.0, 0.0))
             on_side = created_at > edge if self.side == "after" else created_at < edge
@@ -268,6 +273,8 @@ def resolve(db: sqlite3.Connection, question: str, *, workspace_id: int | None, 
                       if _count(db, "e.created_at >= ? AND e.created_at < ?", [span.start, span.end], scope)]
     ordered = _sessions(db, workspace_id)
     resolved.sessions = _picked(words.sessions, ordered, caller_session)
+    if "previous" in words.sessions and not resolved.sessions and caller_session and skip_live_of:
+        resolved.windows = _previous_window(db, caller_session, skip_live_of)
     if words.event is not None and words.side is not None:
         event = _event(db, words.event, words.event_order, resolved.spans, scope)
         if event is not None:
@@ -277,7 +284,7 @@ def resolve(db: sqlite3.Connection, question: str, *, workspace_id: int | None, 
         resolved.ordered = _first_or_last(db, words.order, asked, resolved, scope)
     if resolved.anything:
         resolved.added = _added(db, resolved, asked, scope)
-    pointed = {kind for kind, found in (("days", resolved.spans), ("sessions", resolved.sessions),
+    pointed = {kind for kind, found in (("days", resolved.spans), ("sessions", resolved.sessions or resolved.windows),
                                         ("event", resolved.around)) if found}
     resolved.query = words.without(question, pointed) if pointed else question
     return resolved
@@ -338,9 +345,26 @@ def _picked(names: Sequence[str], ordered: list[tuple[str, float, float]], calle
     return picked
 
 
+def _previous_window(db: sqlite3.Connection, session_id: str, current: str) -> list[Span]:
+    """The span of the context window the caller's session had before its current one, if it rotated."""
+    windows = db.execute("SELECT id, started_at FROM backing_sessions WHERE session_id = ? ORDER BY started_at",
+                         (session_id,)).fetchall()
+    ids = [str(row[0]) for row in windows]
+    if current not in ids or ids.index(current) == 0:
+        return []
+    at = ids.index(current)
+    return [Span(float(windows[at - 1][1]), float(windows[at][1]))]
+
+
 def _event(db: sqlite3.Connection, name: str, which: str, spans: list[Span], scope: _Scope) -> Row | None:
     """The latest (or, `which` = "first", the earliest) shell run that is the event, within the spans named if
-    any."""
+    any; for a rotation, the rotation itself."""
+    if name == "rotation":
+        row = db.execute(
+            "SELECT r.session_id, r.created_at FROM rotations r JOIN sessions s ON s.id = r.session_id"
+            f" WHERE s.workspace_id = ? ORDER BY r.created_at {'ASC' if which == 'first' else 'DESC'} LIMIT 1",
+            (scope.workspace_id,)).fetchone()
+        return {"session_id": row[0], "created_at": row[1]} if row else None
     pattern = re.compile(_EVENTS[name], re.IGNORECASE)
     for row in scope.rows(db, "e.kind = 'tool' AND e.tool_name IN ({})".format(
             ", ".join("?" for _ in actions.RUN_TOOLS)), sorted(actions.RUN_TOOLS),
@@ -379,7 +403,7 @@ def _first_or_last(db: sqlite3.Connection, order: str, asked: actions.Asked, res
         fits = actions.fit(asked, tags) if asked.roles else float(row["kind"] == "user" and row["origin"] == "user")
         if fits < 1.0:
             continue
-        if (resolved.spans or resolved.sessions or resolved.around) and \
+        if (resolved.spans or resolved.sessions or resolved.windows or resolved.around) and \
                 not resolved.bonus(-1, float(row["created_at"]), str(row["session_id"])):
             continue
         found[int(row["id"])] = 0.5 ** len(found)
@@ -394,7 +418,8 @@ def _added(db: sqlite3.Connection, resolved: Resolved, asked: actions.Asked, sco
     within each span or set of sessions."""
     added = list(resolved.ordered)
     pointed: list[tuple[str, list[object], str]] = [
-        ("e.created_at >= ? AND e.created_at < ?", [span.start, span.end], "e.created_at") for span in resolved.spans]
+        ("e.created_at >= ? AND e.created_at < ?", [span.start, span.end], "e.created_at")
+        for span in (*resolved.spans, *resolved.windows)]
     sessions = [*resolved.sessions, *resolved.around]
     if sessions:
         pointed.append((f"e.session_id IN ({', '.join('?' for _ in sessions)})", list(sessions), "e.id"))

@@ -439,12 +439,6 @@ def recallable_episodes(db: sqlite3.Connection, episode_ids: list[int], *, works
     return {row["id"]: row for row in rows}
 
 
-def session_of_backing(db: sqlite3.Connection, backing_session_id: str) -> str | None:
-    """The codeoid session a backing session belongs to."""
-    row = db.execute("SELECT session_id FROM backing_sessions WHERE id = ?", (backing_session_id,)).fetchone()
-    return str(row[0]) if row else None
-
-
 def recallable_episodes_where(db: sqlite3.Connection, where: str, params: list[Any], *, workspace_id: int | None,
                               skip_live_of: str | None = None, exclude_origins: tuple[str, ...] = (),
                               columns: str = "e.*", order: str = "e.id", limit: int | None = None) -> list[Row]:
