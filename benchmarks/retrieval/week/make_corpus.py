@@ -21,8 +21,11 @@ What it writes next to itself:
 Then it checks the questions (`questions.jsonl`) if they exist: every question's evidence must be in the text or
 the raw output of one of its answer episodes, or the build fails; nothing else about them is looked at.
 
-    .venv/bin/python benchmarks/retrieval/week/make_corpus.py            # build and check, about 10 minutes
+    .venv/bin/python benchmarks/retrieval/week/make_corpus.py            # build and check: 4-7 minutes on 2 cores
     .venv/bin/python benchmarks/retrieval/week/make_corpus.py --check    # only check the questions' evidence
+
+A rebuild gives the same commits, tool-use ids and episode ids (`keys.json`); only what the clock decides differs
+(timings, durations in test summaries), which no question's evidence depends on.
 
 Needs network access to the package index once (the scratch venv) and the mirror from `fetch
 github:marshmallow-code/marshmallow`.
