@@ -17,11 +17,21 @@ resamples over questions, seed 7; differences between configurations are paired.
     .venv/bin/python benchmarks/retrieval/through_mcp.py ask --home /tmp/people-home --out runs.json \\
         bm25:CODEOID_VECTOR=off fused: role1:CODEOID_RECALL_ROLE=1
     .venv/bin/python benchmarks/retrieval/through_mcp.py report runs.json
+
+`--set coding` and `--set week` are coding histories of one project each (`coding/`, `week/`); `week` was made with
+the real `claude` CLI and codeoid's hooks (`week/make_corpus.py`), and `prepare --set week` places its stored
+sessions on their simulated days before today (prepare and ask on the same UTC day, after 10:00 UTC, when this
+morning's sessions are over):
+
+    .venv/bin/python benchmarks/retrieval/through_mcp.py prepare --set week --home /tmp/week-home
+    .venv/bin/python benchmarks/retrieval/through_mcp.py ask --set week --split tune --field shown \\
+        --home /tmp/week-home --out week-runs.json bm25:CODEOID_VECTOR=off fused:
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import json
 import os
 import random
@@ -40,9 +50,12 @@ import evaluate  # noqa: E402
 
 PEOPLE = HERE / "people"
 CODING = HERE / "coding"
+WEEK = HERE / "week"
 DEPTH = 10
 _EPISODE = re.compile(r"^=== episode (\d+)", re.MULTILINE)
-SETS = {"people": PEOPLE, "coding": CODING, "tasks": HERE}
+SETS = {"people": PEOPLE, "coding": CODING, "week": WEEK, "tasks": HERE}
+#: The project folder each single-project set's `codeoid-mcp` runs in.
+PROJECTS = {"coding": "sqlparse", "week": "marshmallow", "tasks": "tasks"}
 
 
 def _questions(name: str) -> list[dict[str, Any]]:
@@ -55,13 +68,16 @@ def _questions(name: str) -> list[dict[str, Any]]:
 
 
 def _project(home: Path, group: int, name: str) -> Path:
-    return home / (f"person-{group}" if name == "people" else "sqlparse" if name == "coding" else name)
+    return home / (f"person-{group}" if name == "people" else PROJECTS[name])
 
 
 def prepare(args: argparse.Namespace) -> None:
     """Fill a fresh data dir through the capture API (each turn at its real time) and index it."""
     if args.set == "coding":
         prepare_coding(args)
+        return
+    if args.set == "week":
+        prepare_week(args)
         return
     if args.set == "tasks":
         prepare_tasks(args)
@@ -148,6 +164,57 @@ def prepare_tasks(args: argparse.Namespace) -> None:
         evaluate.index_store(memory.db)
     finally:
         memory.db.close()
+        chroma_server.stop_server()
+
+
+def prepare_week(args: argparse.Namespace) -> None:
+    """The week on marshmallow (`week/make_corpus.py`): the store the real CLI's hooks filled, copied into a fresh data
+    dir, every time in it moved to its session's simulated day before today (`week/placement.py`), its workspace
+    pointed at a new project folder with the same remote, then indexed the way the memory service indexes a store.
+    The episodes themselves (text, input, response, raw output) stay exactly as the hooks stored them."""
+    import gzip
+    import shutil
+    import subprocess
+
+    from codeoid.memory import chroma_server
+    from codeoid.store import db as store_db
+    from codeoid.workspace import identify
+
+    sys.path.insert(0, str(WEEK))
+    from make_corpus import REMOTE
+    from placement import place
+
+    data, project = args.home / "data", args.home / PROJECTS["week"]
+    if data.exists() or project.exists():
+        raise SystemExit(f"{args.home} already holds a data dir or project; prepare into a fresh --home")
+    evaluate.fresh_environment(data)
+    project.mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(project)], check=True)
+    subprocess.run(["git", "-C", str(project), "remote", "add", "origin", REMOTE], check=True)
+    path = data / "store.db"
+    data.mkdir(mode=0o700)
+    with gzip.open(WEEK / "store.db.gz", "rb") as packed, open(path, "wb") as out:
+        shutil.copyfileobj(packed, out)
+    path.chmod(0o600)
+    today = (dt.datetime.strptime(args.today, "%Y-%m-%d").replace(tzinfo=dt.UTC).timestamp()
+             if args.today else time.time() // 86400 * 86400)
+    workspace = identify(str(project))
+    db = store_db.connect(str(path))  # migrations of a newer codeoid first, so placement sees every time column
+    try:
+        latest = place(db, json.loads((WEEK / "sessions.json").read_text()), midnight=today,
+                       workspace=(workspace.key, workspace.root, workspace.portable_id))
+        if latest > time.time():
+            print(f"warning: the store's last episode is placed at {time.strftime('%H:%M', time.gmtime(latest))} UTC, "
+                  "later than now; prepare after that time for today's sessions to lie in the past", flush=True)
+        keys = json.loads((WEEK / "keys.json").read_text())
+        stored = {row[0] for row in db.execute("SELECT id FROM episodes")}
+        assert set(keys.values()) <= stored, "keys.json names episodes the store does not hold"
+        (args.home / "ids.json").write_text(json.dumps(keys))
+        print(f"placed {len(stored)} episodes in {len(json.loads((WEEK / 'sessions.json').read_text()))} sessions "
+              f"before {time.strftime('%Y-%m-%d', time.gmtime(today))}", flush=True)
+        evaluate.index_store(db)
+    finally:
+        db.close()
         chroma_server.stop_server()
 
 
@@ -254,7 +321,7 @@ def interval(values: Sequence[float], *, resamples: int = evaluate.RESAMPLES, se
 def report(args: argparse.Namespace) -> None:
     runs = json.loads(args.runs.read_text())
     questions = _questions(args.set)
-    by = "R@5" if args.set == "coding" else "R@10"  # what the per-class breakdown counts
+    by = "R@5" if args.set in PROJECTS else "R@10"  # what the per-class breakdown counts
     out: dict[str, Any] = {}
     for half in ("tune", "heldout"):
         members = [q for q in questions if q["split"] == half]
@@ -302,6 +369,8 @@ def main() -> None:
     prepare_cmd = commands.add_parser("prepare", help="fill and index a data dir")
     prepare_cmd.add_argument("--home", type=Path, required=True)
     prepare_cmd.add_argument("--set", choices=sorted(SETS), default="people")
+    prepare_cmd.add_argument("--today", help="week set: the UTC day (YYYY-MM-DD) its days are counted back from "
+                             "(default: today)")
     ask_cmd = commands.add_parser("ask", help="ask every question through codeoid-mcp per configuration")
     ask_cmd.add_argument("--home", type=Path, required=True)
     ask_cmd.add_argument("--out", type=Path, required=True)
