@@ -40,9 +40,9 @@ def at(days_ago: int, hour: float) -> float:
     ("what did we run on Monday?", {"days": (when.Days(4, 4),)}),
     ("what did we decide last Friday evening?", {"days": (when.Days(7, 7, "evening"),)}),
     ("what did we fix three days ago in the afternoon?", {"days": (when.Days(3, 3, "afternoon"),)}),
-    ("did the whole suite pass once we had merged the teammate's branch?", {"event": "merge", "side": "after"}),
+    ("did the whole suite pass once we had merged the teammate's branch?", {"event": when.Event("merge", "after")}),
     ("what were we looking at just before we cut the first patch release?",
-     {"event": "release", "side": "before", "event_order": "first", "order": None}),
+     {"event": when.Event("release", "before", close=True, first=True), "order": None}),
     ("what did we commit in the previous session?", {"sessions": ("previous",)}),
     ("what did we read earlier in this session?", {"sessions": ("this",)}),
     ("what did we do in session 8?", {"sessions": ("8",)}),
@@ -52,10 +52,16 @@ def at(days_ago: int, hour: float) -> float:
     ("what was the last commit we made?", {"order": "last"}),
     ("what was the first test run that failed?", {"order": "first"}),
     ("what was the first thing we fixed?", {"order": "first"}),
-    ("what did we fix right after the release?", {"event": "release", "side": "after", "close": True}),
-    ("what did we fix just before we merged?", {"event": "merge", "side": "before", "close": True}),
-    ("did the whole suite pass before we cut the release?", {"event": "release", "side": "before"}),
-    ("what changed since the upgrade?", {"event": "upgrade", "side": "after"}),
+    ("what did we fix right after the release?", {"event": when.Event("release", "after", close=True)}),
+    ("what did we fix just before we merged?", {"event": when.Event("merge", "before", close=True)}),
+    ("did the whole suite pass before we cut the release?", {"event": when.Event("release", "before")}),
+    ("what changed since the upgrade?", {"event": when.Event("upgrade", "after")}),
+    ("what was the session right after the merge about?",
+     {"event": when.Event("merge", "after", close=True, beside="session")}),
+    ("the day before we reviewed the branch, what did we time?",
+     {"event": when.Event(None, "before", beside="day", phrase="reviewed the branch")}),
+    ("what did we try after I asked about the cache?",
+     {"event": when.Event(None, "after", phrase="asked about the cache")}),
 ])
 def test_each_time_and_order_form_is_read(question: str, expected: dict[str, object]) -> None:
     found = when.read(question, TODAY)
@@ -160,6 +166,12 @@ def test_before_and_after_an_event_point_at_the_sessions_beside_it(week: tuple[M
     assert {"merge_edit", "merge_commit"} <= set(pointed(before, ids, memory))
     assert before.bonus(ids["merge_done"], at(1, 16), "") == 0.0  # after it, not before
     assert before.query == "what did we fix?"
+    # "The session before the merge" is the one before the merge's own.
+    assert pointed(resolve(memory, "what was the session just before the merge about?"), ids, memory) == \
+        ["after_commit", "after_edit", "after_prompt"]
+    # Something we did, in the question's own words, is an event too, and "the day before" the day of work before.
+    assert pointed(resolve(memory, "what did we change the day before we stripped the comments?"), ids, memory) == \
+        ["first_commit", "first_edit", "first_prompt"]
     suite = pointed(resolve(memory, "did the whole suite pass before we cut the release?"), ids, memory)
     assert "release_suite" in suite and "after_commit" not in suite
 

@@ -73,13 +73,14 @@ _RUN_NOUNS = (r"\b(output|traceback|stack ?trace|stderr|stdout|error message|exi
               r"|(tests?|suite|it|build|ci|checks?) (still |ever |all )?pass(es)?)\b")
 _RUN_DONE = (r"\b(fail(ed|ing|s)|broke|broken|crash(ed|es|ing)|blew up|went wrong|committed|tagged|merged|pushed"
              r"|checked|verified|confirmed|made sure|ran|passed|passing|measured|timed|benchmarked|profiled"
-             r"|reproduced|tested)\b")
+             r"|reproduced|tested|caught|showed|printed|reported|returned|output)\b"
+             r"|\b(did|does|do) (the |our |that |this )?[\w-]+( [\w-]+)? (show|print|report|return|catch)\b")
 _SUBJECT = r"\b(?:we|i|you|did (?:we|i|you)|do (?:we|i|you)|to|can (?:we|i|you)|could (?:we|i|you))(?:\s+\w+ly)?"
 _RUN_VERBS = (r"(check|run|commit|tag|merge|push|fail|break|crash|verify|confirm|make sure|measure|time"
               r"|benchmark|profile|reproduce|test)")
 # Cues for a role (`role_of`): "what did I ask" wants a prompt, "your answer" an answer, "the diff" a change...
 _ROLE_CUES = {
-    "user": re.compile(rf"\b(i|we)\s+(\w+\s+)?{_ASKED}\b|\b(my|our)\s+(question|prompt|request)\b"
+    "user": re.compile(rf"\bi\s+(\w+\s+)?{_ASKED}\b|\b(my|our)\s+(question|prompt|request)\b"
                        r"|\bthe user\b", re.IGNORECASE),
     "assistant": re.compile(rf"\b(you|claude)\s+(\w+\s+)?{_ANSWERED}\b|\byour\s+(answer|suggestion|explanation"
                             r"|reply|advice|plan)\b", re.IGNORECASE),
@@ -91,7 +92,8 @@ _ROLE_CUES = {
 # Cues for a run's tags, beside the `run` role.
 _TAG_CUES = {
     "failed": re.compile(r"\b(traceback|stack ?trace|stderr|error message|failures?|fail(ed|ing|s)?|broke|broken"
-                         r"|break(s|ing)?|crash(ed|es|ing)?|blew up|blow(s)? up|went wrong)\b", re.IGNORECASE),
+                         r"|break(s|ing)?|crash(ed|es|ing)?|blew up|blow(s)? up|went wrong|caught|catch(es)?)\b",
+                         re.IGNORECASE),
     "passed": re.compile(r"\b(pass(ed|es|ing)?|green|succeed(ed|s)?|make sure|made sure|verif(y|ied)"
                          r"|confirm(ed)?)\b", re.IGNORECASE),
     "commit": re.compile(rf"\b(committed|tagged|merged|pushed|rebased|cherry-picked)\b|{_SUBJECT}\s+(commit|tag"

@@ -63,6 +63,9 @@ _ORDER = re.compile(rf"\b(first|earliest|initial|last|latest|most recent|final|n
 _RELATIVE = re.compile(r"\b(right |just |shortly |soon |immediately |directly )?(before|after|since|following"
                        r"|prior to|ahead of|once|by the time)\b", re.IGNORECASE)
 _EVENT_REACH = 6
+# "before we reviewed the branch", "after I asked about the cache": something done, by its own words.
+_WE_DID = re.compile(r"\s*(?:we|i|you)\s+(?:had\s+|have\s+|finally\s+|first\s+)?((?:[\w'-]+ed|ran|wrote|did"
+                     r"|made|took|found|saw|began|read|met)(?:\s+[\w'-]+){0,4})", re.IGNORECASE)
 # Events an order can hang on, by the word a question names them with: the shell commands that are the event.
 _EVENTS = {
     "merge": r"git\s+(?:-C\s+\S+\s+)?merge\b", "release": r"git\s+(?:-C\s+\S+\s+)?tag\b|\brelease\b|\bpublish\b",
@@ -101,6 +104,21 @@ class Days:
 
 
 @dataclass(frozen=True)
+class Event:
+    """An event a question orders by: a command named by `name` (a key of `_EVENTS`), or, with `name` None, what
+    we did in the words of `phrase` ("before we reviewed the branch"); on which `side`; `close` for "right after";
+    `first` for "the first patch release" (else the latest such event); `beside` "session" or "day" for "the
+    session after the merge", "the day before we reviewed it" (the next session or day, not the event's own)."""
+
+    name: str | None
+    side: str
+    close: bool = False
+    first: bool = False
+    beside: str | None = None
+    phrase: str = ""
+
+
+@dataclass(frozen=True)
 class Read:
     """The time words of a question, before they are resolved against a store; `where` holds the character spans
     of the words that only point in time (a day, a session, an event), by what they name ("days", "sessions",
@@ -109,11 +127,8 @@ class Read:
     days: tuple[Days, ...] = ()
     sessions: tuple[str, ...] = ()  # "previous", "this", "first", "last", or a number "8"
     order: str | None = None  # "first" or "last": of the action the question names
-    event: str | None = None  # a key of `_EVENTS`
-    side: str | None = None  # "before" or "after" the event
-    close: bool = False  # "right after", "just before"
+    event: Event | None = None
     where: tuple[tuple[str, int, int], ...] = ()
-    event_order: str = "last"  # which of several such events: "the first patch release", else the latest
 
     @property
     def anything(self) -> bool:
@@ -173,28 +188,36 @@ def read(question: str, today: dt.date | None = None) -> Read:
             sessions.append("first" if word in ("first", "earliest", "initial", "oldest") else "last")
             where.append(("sessions", match.start(), match.end()))
     masked = _blank(question, [(start, end) for _, start, end in where])
-    event: str | None = None
-    side: str | None = None
-    close = False
-    event_order = "last"
-    for match in _RELATIVE.finditer(masked):
-        words = list(re.finditer(r"[\w'-]+", masked[match.end():]))[:_EVENT_REACH]
-        named = next(((_EVENT_WORDS[w.group(0).lower()], w) for w in words if w.group(0).lower() in _EVENT_WORDS),
-                     None)
-        if named is not None:
-            event, close = named[0], bool(match.group(1))
-            side = "before" if match.group(2).lower() in ("before", "prior to", "ahead of", "by the time") \
-                else "after"
-            end = match.end() + named[1].end()
-            if re.search(r"\b(first|earliest|initial)\b", masked[match.end():end], re.IGNORECASE):
-                event_order = "first"
-            where.append(("event", match.start(), end))
-            break
+    event = _read_event(masked, where)
     masked = _blank(question, [(start, end) for _, start, end in where])
     found = _ORDER.search(masked)
     order = None if found is None else "first" if found.group(1).lower() in ("first", "earliest", "initial") \
         else "last"
-    return Read(tuple(days), tuple(dict.fromkeys(sessions)), order, event, side, close, tuple(where), event_order)
+    return Read(tuple(days), tuple(dict.fromkeys(sessions)), order, event, tuple(where))
+
+
+def _read_event(masked: str, where: list[tuple[str, int, int]]) -> Event | None:
+    """The first "before/after X" whose X is an event: a command's word within `_EVENT_REACH` words ("before we
+    cut the first patch release"), else something we did ("before we reviewed the branch"); its span joins
+    `where`."""
+    for match in _RELATIVE.finditer(masked):
+        words = list(re.finditer(r"[\w'-]+", masked[match.end():]))[:_EVENT_REACH]
+        named = next((w for w in words if w.group(0).lower() in _EVENT_WORDS), None)
+        done = _WE_DID.match(masked[match.end():]) if named is None else None
+        if named is None and done is None:
+            continue
+        end = match.end() + (named.end() if named is not None else done.end() if done is not None else 0)
+        before = masked[:match.start()]
+        beside = re.search(rf"\b({_SESSION_WORD}|day)\s*$", before, re.IGNORECASE)
+        where.append(("event", match.start(), end))
+        return Event(
+            name=_EVENT_WORDS[named.group(0).lower()] if named is not None else None,
+            side="before" if match.group(2).lower() in ("before", "prior to", "ahead of", "by the time") else "after",
+            close=bool(match.group(1)), first=bool(re.search(r"\b(first|earliest|initial)\b",
+                                                             masked[match.end():end], re.IGNORECASE)),
+            beside=None if beside is None else "day" if beside.group(1).lower() == "day" else "session",
+            phrase=done.group(1) if done is not None else "")
+    return None
 
 
 def _blank(text: str, spans: Sequence[tuple[int, int]]) -> str:
@@ -235,6 +258,7 @@ class Resolved:
     # it; before: earlier than it) and their weight.
     around: dict[str, tuple[float, float]] = field(default_factory=dict)
     side: str | None = None
+    event_found: bool = False
     ordered: dict[int, float] = field(default_factory=dict)  # episode id -> weight, for "the first/last X"
     added: list[int] = field(default_factory=list)
 
@@ -275,17 +299,20 @@ def resolve(db: sqlite3.Connection, question: str, *, workspace_id: int | None, 
     resolved.sessions = _picked(words.sessions, ordered, caller_session)
     if "previous" in words.sessions and not resolved.sessions and caller_session and skip_live_of:
         resolved.windows = _previous_window(db, caller_session, skip_live_of)
-    if words.event is not None and words.side is not None:
-        event = _event(db, words.event, words.event_order, resolved.spans, scope)
-        if event is not None:
-            resolved.around, resolved.side = _around(event, ordered, words.side, words.close), words.side
-    asked = actions.asked(question)
+    if words.event is not None:
+        event = _event(db, words.event, resolved.spans, scope)
+        if event is not None and words.event.beside == "day":
+            resolved.spans += _day_beside(float(event["created_at"]), ordered, words.event.side)
+        elif event is not None:
+            resolved.around, resolved.side = _around(event, ordered, words.event), words.event.side
+        resolved.event_found = event is not None
+    asked = actions.asked(words.without(question, {"days", "sessions", "event"}))  # "after the merge" asks no merge
     if words.order is not None:
         resolved.ordered = _first_or_last(db, words.order, asked, resolved, scope)
     if resolved.anything:
         resolved.added = _added(db, resolved, asked, scope)
     pointed = {kind for kind, found in (("days", resolved.spans), ("sessions", resolved.sessions or resolved.windows),
-                                        ("event", resolved.around)) if found}
+                                        ("event", resolved.event_found)) if found}
     resolved.query = words.without(question, pointed) if pointed else question
     return resolved
 
@@ -356,40 +383,83 @@ def _previous_window(db: sqlite3.Connection, session_id: str, current: str) -> l
     return [Span(float(windows[at - 1][1]), float(windows[at][1]))]
 
 
-def _event(db: sqlite3.Connection, name: str, which: str, spans: list[Span], scope: _Scope) -> Row | None:
-    """The latest (or, `which` = "first", the earliest) shell run that is the event, within the spans named if
-    any; for a rotation, the rotation itself."""
-    if name == "rotation":
+def _event(db: sqlite3.Connection, event: Event, spans: list[Span], scope: _Scope) -> Row | None:
+    """Where the event happened (its session and time), within the spans named if any: the latest (or the first)
+    shell run that is the event, one that succeeded if any did; a rotation itself; or what we did in the words of
+    the question."""
+    if event.name is None:
+        return _done(db, event.phrase, spans, scope)
+    if event.name == "rotation":
         row = db.execute(
             "SELECT r.session_id, r.created_at FROM rotations r JOIN sessions s ON s.id = r.session_id"
-            f" WHERE s.workspace_id = ? ORDER BY r.created_at {'ASC' if which == 'first' else 'DESC'} LIMIT 1",
+            f" WHERE s.workspace_id = ? ORDER BY r.created_at {'ASC' if event.first else 'DESC'} LIMIT 1",
             (scope.workspace_id,)).fetchone()
         return {"session_id": row[0], "created_at": row[1]} if row else None
-    pattern = re.compile(_EVENTS[name], re.IGNORECASE)
+    pattern = re.compile(_EVENTS[event.name], re.IGNORECASE)
+    failed: Row | None = None
     for row in scope.rows(db, "e.kind = 'tool' AND e.tool_name IN ({})".format(
             ", ".join("?" for _ in actions.RUN_TOOLS)), sorted(actions.RUN_TOOLS),
-            order="e.id" if which == "first" else "e.id DESC"):
+            order="e.id" if event.first else "e.id DESC"):
         if spans and not any(span.start <= float(row["created_at"]) < span.end for span in spans):
             continue
-        command = str(row["original_command"] or "")
-        if not row["is_error"] and pattern.search(command):
+        if pattern.search(str(row["original_command"] or "")):
+            if not row["is_error"]:
+                return row
+            failed = failed or row  # a merge that stopped at a conflict is still the merge, failing none did
+    return failed
+
+
+def _done(db: sqlite3.Connection, phrase: str, spans: list[Span], scope: _Scope) -> Row | None:
+    """The episode of a turn of work that best says `phrase` ("reviewed the branch"): it holds most of the
+    phrase's words. Only turns that hold a tool call count, so a conversation's "after summer camp" points at
+    nothing."""
+    wanted = {word[:5] for word in re.findall(r"[a-z0-9]+", phrase.lower()) if word not in queries.STOP_WORDS}
+    if not wanted:
+        return None
+    for row in queries.search_bm25(db, phrase, workspace_id=scope.workspace_id, limit=10,
+                                   skip_live_of=scope.skip_live_of, exclude_origins=scope.exclude_origins):
+        if spans and not any(span.start <= float(row["created_at"]) < span.end for span in spans):
+            continue
+        held = {word[:5] for word in re.findall(r"[a-z0-9]+", f"{row['input'] or ''} {row['text']}".lower())}
+        if len(wanted & held) * 3 >= len(wanted) * 2 and db.execute(
+                "SELECT 1 FROM episodes WHERE session_id = ? AND turn IS ? AND kind = 'tool' LIMIT 1",
+                (row["session_id"], row["turn"])).fetchone():
             return row
     return None
 
 
-def _around(event: Row, ordered: list[tuple[str, float, float]], side: str, close: bool
-            ) -> dict[str, tuple[float, float]]:
-    """The sessions nearest the event on the side named (its own, if anything in it happened on that side, then
-    the next ones), each with the edge its episodes must pass and its share of the bonus."""
-    shares = STEP_SHARE_CLOSE if close else STEP_SHARE
+def _day_beside(at: float, ordered: list[tuple[str, float, float]], side: str) -> list[Span]:
+    """The day of work before (or after) the day of `at`: the nearest other day a session was active on."""
+    day = dt.datetime.fromtimestamp(at).date()
+    start = dt.datetime.combine(day, dt.time()).timestamp()
+    end = dt.datetime.combine(day + dt.timedelta(days=1), dt.time()).timestamp()
+    if side == "before":
+        times = [last for _, _, last in ordered if last < start]
+        found = max(times) if times else None
+    else:
+        times = [first for _, first, _ in ordered if first >= end]
+        found = min(times) if times else None
+    if found is None:
+        return []
+    other = dt.datetime.fromtimestamp(found).date()
+    return [Span(dt.datetime.combine(other, dt.time()).timestamp(),
+                 dt.datetime.combine(other + dt.timedelta(days=1), dt.time()).timestamp())]
+
+
+def _around(event_row: Row, ordered: list[tuple[str, float, float]], event: Event) -> dict[str, tuple[float, float]]:
+    """The sessions nearest the event on the side named (its own, if anything in it happened on that side and the
+    question did not ask for the next session, then the next ones), each with the edge its episodes must pass and
+    its share of the bonus."""
+    shares = STEP_SHARE_CLOSE if event.close else STEP_SHARE
     ids = [session[0] for session in ordered]
-    if event["session_id"] not in ids:
+    if event_row["session_id"] not in ids:
         return {}
-    at = ids.index(str(event["session_id"]))
-    edge = float(event["created_at"])
-    steps = ordered[at:] if side == "after" else ordered[at::-1]
-    beside = [session_id for session_id, first, last in steps
-              if (last > edge if side == "after" else first < edge)]
+    at = ids.index(str(event_row["session_id"]))
+    edge = float(event_row["created_at"])
+    skip = 1 if event.beside == "session" else 0
+    after = event.side == "after"
+    steps = ordered[at + skip:] if after else ordered[at - skip::-1] if at - skip >= 0 else []
+    beside = [session_id for session_id, first, last in steps if (last > edge if after else first < edge)]
     return {session_id: (edge, share) for session_id, share in zip(beside, shares, strict=False)}
 
 
