@@ -15,6 +15,7 @@ among them). A question's cues name roles and tags; the cues were chosen on the 
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -50,14 +51,19 @@ def role_of(kind: str, tool_name: str | None, command: str | None) -> str:
 
 def tags_of(kind: str, tool_name: str | None, command: str | None, is_error: object) -> frozenset[str]:
     """The role and, for a shell run, how it went and what it was (`failed`/`passed`, `test`, `commit`)."""
+    return _tags(kind, tool_name, (command or "")[:200], bool(is_error))
+
+
+@functools.lru_cache(maxsize=8192)  # recall weighs the same commands again and again; a tag costs three regexes
+def _tags(kind: str, tool_name: str | None, command: str, is_error: bool) -> frozenset[str]:
     role = role_of(kind, tool_name, command)
     if tool_name not in RUN_TOOLS:
         return frozenset({role})
     tags = {role, "failed" if is_error else "passed"}
-    head = _PREFIX.sub("", command or "", count=1)
+    head = _PREFIX.sub("", command, count=1)
     if _WRITES_HISTORY.match(head):
         tags.add("commit")
-    if _RUNS_TESTS.search(head[:200]):
+    if _RUNS_TESTS.search(head):
         tags.add("test")
     return frozenset(tags)
 
@@ -135,6 +141,21 @@ def asked(query: str) -> Asked:
     roles = frozenset(query_roles(query))
     tags = frozenset(tag for tag, cue in _TAG_CUES.items() if cue.search(query)) if "run" in roles else frozenset()
     return Asked(roles, tags, bool(_EXPLANATION.search(query)))
+
+
+def fitting_sql(asked_for: Asked) -> tuple[str, list[object]]:
+    """An SQL condition (on alias `e`) every episode that fully fits `asked_for` meets, so a scan for the first or
+    last of them reads only those that might (`codeoid.memory.when`); with nothing asked, the user's prompts."""
+    if not asked_for.roles:
+        return "e.kind = 'user' AND e.origin = 'user'", []
+    clauses = []
+    if asked_for.roles <= TOOL_ROLES:
+        clauses.append("e.kind = 'tool'")
+    if "commit" in asked_for.tags:
+        clauses.append("coalesce(e.original_command, e.command) LIKE '%git%'")
+    if "failed" in asked_for.tags and "passed" not in asked_for.tags:
+        clauses.append("e.is_error = 1")
+    return " AND ".join(clauses) or "1", []
 
 
 def fit(asked_for: Asked, tags: frozenset[str]) -> float:

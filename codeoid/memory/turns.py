@@ -23,7 +23,7 @@ from codeoid.store import queries
 from codeoid.store.queries import Row
 
 # How many of the best candidates have their turns looked at.
-TURNS_OF_BEST = 30
+TURNS_OF_BEST = 20
 # The most episodes of one turn weighed (an agent's turn can run hundreds of tool calls): its first ones.
 TURN_MEMBERS = 300
 MEMBER_COLUMNS = ("e.id, e.kind, e.session_id, e.turn, e.created_at, e.paths, e.tool_name, e.is_error,"

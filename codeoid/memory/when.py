@@ -74,6 +74,11 @@ _EVENTS = {
     "install": r"\b(?:pip|pip3|npm|yarn|pnpm|uv|cargo|apt|apt-get|brew|poetry)\s+(?:install|add|ci|sync)\b",
     "commit": r"git\s+(?:-C\s+\S+\s+)?commit\b", "revert": r"git\s+(?:-C\s+\S+\s+)?revert\b",
 }
+# What each event's command holds for certain: an SQL LIKE pattern that narrows the scan before `_EVENTS` decides.
+_EVENT_LIKE = {"merge": ["%merge%"], "release": ["%tag%", "%release%", "%publish%"], "tag": ["%tag%"],
+               "push": ["%push%"], "rebase": ["%rebase%"], "deploy": ["%deploy%"],
+               "upgrade": ["%upgrade%", "%-U%"], "install": ["%install%", "% add %", "% ci%", "%sync%"],
+               "commit": ["%commit%"], "revert": ["%revert%"]}
 _EVENT_WORDS = {"merge": "merge", "merged": "merge", "merging": "merge", "release": "release", "released": "release",
                 "releasing": "release", "tag": "tag", "tagged": "tag", "tagging": "tag", "push": "push",
                 "pushed": "push", "rebase": "rebase", "rebased": "rebase", "deploy": "deploy", "deployed": "deploy",
@@ -90,6 +95,8 @@ STEP_SHARE_CLOSE = (1.0, 0.35, 0.1)
 ADDED = 40
 # Episodes an order looks through, from the oldest or the newest, for the first or last of the action named.
 ORDER_SCAN = 4000
+# Episodes at the oldest or newest end of the store a first or last is looked for among (`_ends`).
+ORDER_WINDOW = 5_000
 _SCAN_COLUMNS = "e.id, e.kind, e.session_id, e.created_at, e.tool_name, e.is_error, e.origin," \
                 " substr(coalesce(e.original_command, e.command), 1, 200) AS original_command"
 
@@ -397,9 +404,11 @@ def _event(db: sqlite3.Connection, event: Event, spans: list[Span], scope: _Scop
         return {"session_id": row[0], "created_at": row[1]} if row else None
     pattern = re.compile(_EVENTS[event.name], re.IGNORECASE)
     failed: Row | None = None
-    for row in scope.rows(db, "e.kind = 'tool' AND e.tool_name IN ({})".format(
-            ", ".join("?" for _ in actions.RUN_TOOLS)), sorted(actions.RUN_TOOLS),
-            order="e.id" if event.first else "e.id DESC"):
+    order = "first" if event.first else "last"
+    words = " OR ".join("coalesce(e.original_command, e.command) LIKE ?" for _ in _EVENT_LIKE[event.name])
+    for row in scope.rows(db, "e.kind = 'tool' AND e.tool_name IN ({}) AND ({}) AND {}".format(
+            ", ".join("?" for _ in actions.RUN_TOOLS), words, _ends(db, order)),
+            [*sorted(actions.RUN_TOOLS), *_EVENT_LIKE[event.name]], order="e.id" if event.first else "e.id DESC"):
         if spans and not any(span.start <= float(row["created_at"]) < span.end for span in spans):
             continue
         if pattern.search(str(row["original_command"] or "")):
@@ -463,15 +472,24 @@ def _around(event_row: Row, ordered: list[tuple[str, float, float]], event: Even
     return {session_id: (edge, share) for session_id, share in zip(beside, shares, strict=False)}
 
 
+def _ends(db: sqlite3.Connection, order: str) -> str:
+    """An SQL condition keeping a scan for the first or last of something to the oldest or newest `ORDER_WINDOW`
+    episodes of the store, so that a question about an action the store never saw costs a bounded read."""
+    row = db.execute(f"SELECT {'min' if order == 'first' else 'max'}(id) FROM episodes").fetchone()
+    edge = int(row[0] or 0)
+    return f"e.id <= {edge + ORDER_WINDOW}" if order == "first" else f"e.id >= {edge - ORDER_WINDOW}"
+
+
 def _first_or_last(db: sqlite3.Connection, order: str, asked: actions.Asked, resolved: Resolved,
                    scope: _Scope) -> dict[int, float]:
     """The first or last episodes (up to three, the nearest weighing most) that fit what the question asks for,
     among those the other time words point at if any; with nothing asked, the first or last prompts."""
     found: dict[int, float] = {}
-    for row in scope.rows(db, "1", [], order="e.id" if order == "first" else "e.id DESC"):
+    where, params = actions.fitting_sql(asked)
+    for row in scope.rows(db, f"({where}) AND {_ends(db, order)}", params,
+                          order="e.id" if order == "first" else "e.id DESC"):
         tags = actions.tags_of(str(row["kind"]), row["tool_name"], row["original_command"], row["is_error"])
-        fits = actions.fit(asked, tags) if asked.roles else float(row["kind"] == "user" and row["origin"] == "user")
-        if fits < 1.0:
+        if asked.roles and actions.fit(asked, tags) < 1.0:
             continue
         if (resolved.spans or resolved.sessions or resolved.windows or resolved.around) and \
                 not resolved.bonus(-1, float(row["created_at"]), str(row["session_id"])):
@@ -494,10 +512,12 @@ def _added(db: sqlite3.Connection, resolved: Resolved, asked: actions.Asked, sco
     if sessions:
         pointed.append((f"e.session_id IN ({', '.join('?' for _ in sessions)})", list(sessions), "e.id"))
     for where, params, order in pointed:
-        for row in scope.rows(db, where, params, order=order):
+        for row in scope.rows(db, where, params, order=order, limit=10 * ADDED):
             if not resolved.bonus(int(row["id"]), float(row["created_at"]), str(row["session_id"])):
                 continue
             tags = actions.tags_of(str(row["kind"]), row["tool_name"], row["original_command"], row["is_error"])
             if row["kind"] != "tool" or (asked.roles and actions.fit(asked, tags)):
                 added.append(int(row["id"]))
-    return list(dict.fromkeys(added))[:ADDED]
+                if len(added) >= ADDED:
+                    return added
+    return list(dict.fromkeys(added))
