@@ -203,7 +203,7 @@ def _by_turns(db: sqlite3.Connection, fused: list[tuple[int, float]], fusion: ra
 
     return turns.rerank(fused, work, score_of, fusion.asked, turns.TurnWeights(
         lend=weights.turn_lend, step=weights.turn_step, prompt=weights.turn_prompt, repeat=weights.turn_repeat,
-        explanation=weights.turn_explanation, plain=weights.turn_plain))
+        explanation=weights.turn_explanation))
 
 
 def _shared_hits(nearest: list[Hit], store: str, limit: int) -> tuple[Hit, ...]:

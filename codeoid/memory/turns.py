@@ -42,7 +42,6 @@ class TurnWeights:
     prompt: float = 1.0
     repeat: float = 0.15
     explanation: float = 1.5
-    plain: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -97,7 +96,7 @@ def rerank(scored: list[tuple[int, float]], turns: Mapping[tuple[str, int], list
     for members in turns.values():
         own = {m.id: scores[m.id] if m.id in scores else score_of(m.id) for m in members}
         best = max(own.values())
-        fits = {m.id: _fit(asked, m, weights.plain) for m in members}
+        fits = {m.id: _fit(asked, m) for m in members}
         fitting = sorted((m for m in members if fits[m.id]), key=lambda m: (-fits[m.id], -own[m.id]))
         for place, member in enumerate(fitting):
             target = best - weights.step * place
@@ -106,7 +105,7 @@ def rerank(scored: list[tuple[int, float]], turns: Mapping[tuple[str, int], list
                 score += weights.explanation
             scores[member.id] = score
         for member in members:
-            if member.kind == "user" and not fits[member.id] and (asked.anything or weights.plain):
+            if member.kind == "user" and not fits[member.id] and asked.anything:
                 scores[member.id] = own[member.id] - weights.prompt
     ranked = sorted(scores.items(), key=lambda item: (-item[1], -item[0]))
     if not weights.repeat:
@@ -123,11 +122,11 @@ def rerank(scored: list[tuple[int, float]], turns: Mapping[tuple[str, int], list
     return sorted(stepped, key=lambda item: (-item[1], -item[0]))
 
 
-def _fit(asked: actions.Asked, member: Member, plain: float) -> float:
+def _fit(asked: actions.Asked, member: Member) -> float:
     """How far a turn's episode fits the question: by its role and tags, or, when the question asks why, as the
-    answer that closed the turn; a question that names nothing fits the turn's answers by `plain`."""
-    if member.kind == "assistant" and (asked.explanation or not asked.anything):
-        return 1.0 if asked.explanation else plain
+    answer that closed the turn."""
+    if asked.explanation and member.kind == "assistant":
+        return 1.0
     # A question that asks why names its run only to say which ("the cause when the import crashed"): the run
     # fits after the explanation.
     return actions.fit(asked, member.tags) * (0.5 if asked.explanation else 1.0)
