@@ -36,7 +36,7 @@ CLIP_SLACK = 24
 # Context lines shown on each side of a chosen line.
 CONTEXT = 1
 # The share of the budget a hit's lines get falls with its rank: the k-th hit's weight is 1 / (1 + k * RANK_SHARE).
-RANK_SHARE = 0.25
+RANK_SHARE = 0.5
 # A line cut to fit a small budget still shows at least this many bytes of its head.
 MIN_HEAD_BYTES = 40
 COMMAND_CHARS = 240
@@ -207,11 +207,28 @@ class _Sources:
 
 
 def _with_context(source: _Sources, chosen: set[Key]) -> list[Key]:
-    """The chosen lines and `CONTEXT` lines either side of each (those that exist), in reading order."""
+    """The chosen lines and `CONTEXT` lines either side of each (those that exist; past a blank line, which says
+    nothing, to the line beyond it), in reading order."""
     if source.found.how == "start":
         return _ordered(source, chosen)
-    around = {(where, number + offset) for where, number in chosen for offset in range(-CONTEXT, CONTEXT + 1)}
-    return _ordered(source, {key for key in around if source.line(key) is not None})
+    around = set(chosen)
+    for where, number in chosen:
+        for step in (-1, 1):
+            for offset in range(1, 2 * CONTEXT + 1):
+                line = source.line((where, number + step * offset))
+                if line is None:
+                    break
+                around.add((where, number + step * offset))
+                if line.strip() and offset >= CONTEXT:
+                    break
+    return _ordered(source, around)
+
+
+def _next(source: _Sources, key: Key) -> list[Key]:
+    """The line after `key`, where there is one: a sentence or a call often goes on there (a commit body wrapped at
+    72 characters, a traceback's frame and its code), and it is the context worth most when only one fits."""
+    following = (key[0], key[1] + 1)
+    return [following] if source.found.how != "start" and source.line(following) is not None else []
 
 
 def _ordered(source: _Sources, keys: set[Key]) -> list[Key]:
@@ -228,7 +245,8 @@ def _lines_block(source: _Sources, allowance: int, page_call: PageCall) -> str:
     chosen: list[Key] = []
     shown: list[Key] = []
     for key in source.picks:
-        for trial in (_with_context(source, {*chosen, key}), _ordered(source, {*shown, key})):
+        for trial in (_with_context(source, {*chosen, key}), _ordered(source, {*shown, key, *_next(source, key)}),
+                      _ordered(source, {*shown, key})):
             if not chosen or _cost(source, trial) <= room:
                 chosen.append(key)
                 shown = trial

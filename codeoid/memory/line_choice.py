@@ -10,8 +10,9 @@ run's count line (`3 failed, 40 passed`) for "how many", an error line (`KeyErro
 
 A compressed Bash output has its raw output behind it (`codeoid.store.raw`): the lines compression cut, a commit
 body `git log` lost, the middle of a long file, are scored with the episode's own and may be shown from there,
-numbered as `get_episode("raw-...", lines=...)` pages them. Only the first `MAX_SEARCHED_BYTES` of a text or raw
-output are searched, so a 100 MB log costs recall what 4 MB does; the hit says when lines were not searched.
+numbered as `get_episode("raw-...", lines=...)` pages them. Only the first `MAX_SEARCHED_BYTES` of a text and the
+first `raw.SEARCHED_BYTES` of a raw output are searched (as much as BM25 indexes of it), so a 100 MB log costs
+recall what 1 MB does; the hit says when lines were not searched.
 """
 
 from __future__ import annotations
@@ -29,14 +30,16 @@ from codeoid.store.queries import STOP_WORDS
 
 # The episodes index's tokenizer (migration m001's episodes_fts): a line matches the way its episode did.
 TOKENIZER = "porter unicode61"
-# The head of a text or raw output searched for the question; what lies past it is paged with get_episode.
+# The head of an episode's text searched for the question; what lies past it is paged with get_episode.
 MAX_SEARCHED_BYTES = 4 << 20
 # Lines a hit may show as its best, at most (each with its context).
 MOST = 5
 # A long line is shown from the part that holds most of the question's weight, about this many characters of it.
 FOCUS_CHARS = 200
 # Weights of the signals besides the words (a line holding every query word scores 1 by its words).
-MEANING = 0.35  # lines of the chunk the vector index ranked nearest the question; less for its later chunks
+MEANING = 0.35  # lines of a chunk the vector index found near the question (see `_chunk_bonus`)
+NEAR = 0.2  # a chunk's cosine with the question from which its meaning counts, rising to all of it at NEAREST
+NEAREST = 0.5
 COUNT_LINE = 0.4  # a run's summary of counts
 ERROR_LINE = 0.3  # an error line
 ASKED = 2.0  # how much more a shape counts when the question asks for it ("how many", "what broke")
@@ -53,7 +56,7 @@ _ERROR = re.compile(r"^[ \t]*(?:[\w.]*(?:Error|Exception|Interrupt)\b:|E {2,}\S|
 _ASKS_COUNT = re.compile(r"\bhow (?:many|much|often)\b|\bcount\b|\bnumber of\b|\btotal\b", re.IGNORECASE)
 _ASKS_FAILURE = re.compile(r"\b(?:fail\w*|broke\w*|break\w*|crash\w*|errors?|wrong|exception|traceback|blew|blow\w*|"
                            r"complain\w*|refus\w*|why (?:did|does|do|was|were|is)(?:n't| not)|(?:could|would|did|"
-                           r"does)n't|rais\w*|missing)\b", re.IGNORECASE)
+                           r"does)n't|missing)\b", re.IGNORECASE)
 
 _local = threading.local()
 
@@ -110,7 +113,8 @@ def question_terms(db: sqlite3.Connection, query: str) -> Terms:
 def choose(db: sqlite3.Connection, terms: Terms, row: Mapping[str, object], *, context: int = 1,
            most: int = MOST) -> LineChoice:
     """The lines of `row` (a recalled episode, with the vector index's `chunks` if it found any) that answer best,
-    from its text and from the raw output behind it; with the raw lines (and `context` around each) to show."""
+    from its text and from the raw output behind it; with the raw lines to show (and `context` around each, twice
+    that where a blank line is in the way)."""
     text = str(row.get("text") or "")
     lines = split_lines(text)
     searched_text = text[:MAX_SEARCHED_BYTES]
@@ -131,7 +135,8 @@ def choose(db: sqlite3.Connection, terms: Terms, row: Mapping[str, object], *, c
     if not picks:
         return LineChoice(tuple(Pick(number, "text", "start") for number in range(1, min(len(lines), most) + 1)),
                           "start", len(lines), searched)
-    wanted = {pick.number + offset for pick in picks if pick.source == "raw" for offset in range(-context, context + 1)}
+    wanted = {pick.number + offset for pick in picks if pick.source == "raw"
+              for offset in range(-2 * context, 2 * context + 1)}  # the context, past a blank line
     raw_lines = {number: raw_all[number - 1] for number in sorted(wanted) if 1 <= number <= len(raw_all)}
     return LineChoice(picks, picks[0].why, len(lines), searched, str(raw_id) if raw_lines else None, raw_lines,
                       len(raw_all), behind[1] if behind is not None else True)
@@ -254,38 +259,27 @@ def _focus(line: str, spots: Sequence[tuple[int, float]]) -> int:
 
 def _chunk_bonus(chunks: object, lines: int) -> dict[int, float]:
     """Each line's meaning bonus from the chunks the vector index found of this episode (`[start, end, cosine]`
-    each): its chunk's cosine over the best one's, squared, so a chunk nearly as near as the best counts nearly as
-    much, and one of middling meaning little."""
+    each), 0 to 1 as the cosine rises from `NEAR` to `NEAREST`: the nearest chunk of an episode found by its words
+    may still be far from the question, and then says nothing about which of its lines answer."""
     if not isinstance(chunks, list | tuple):
         return {}
-    spans = [(int(chunk[0]), int(chunk[1]), float(chunk[2])) for chunk in chunks
-             if isinstance(chunk, list | tuple) and len(chunk) == 3]
-    best = max((cosine for _, _, cosine in spans), default=0.0)
     bonus: dict[int, float] = {}
-    for start, end, cosine in spans:
-        for number in range(start, min(end, lines) + 1):
-            bonus[number] = max(bonus.get(number, 0.0), (cosine / best) ** 2 if best > 0 else 0.0)
+    for chunk in chunks:
+        if not isinstance(chunk, list | tuple) or len(chunk) != 3:
+            continue
+        near = min(1.0, max(0.0, (float(chunk[2]) - NEAR) / (NEAREST - NEAR)))
+        for number in range(int(chunk[0]), min(int(chunk[1]), lines) + 1):
+            bonus[number] = max(bonus.get(number, 0.0), near)
     return bonus
 
 
 def _raw_text(db: sqlite3.Connection, raw_id: str, text_size: int) -> tuple[str, bool] | None:
-    """The head of a raw output's stdout as `get_episode` shows it (bytes that are not UTF-8 as `\\xNN`), whole
-    lines up to `MAX_SEARCHED_BYTES`, and whether that is all of it; None when its bytes are gone, or when no rule
-    cut it (the episode's text is the whole output)."""
+    """The searched head of a raw output as `get_episode` shows it and whether it is all of it; None when its bytes
+    are gone, or when no rule cut it (the episode's text is the whole output)."""
     found = raw.get_raw_output(db, raw_id)
-    if found is None or found.expired_at is not None or found.stdout_size == text_size:
+    if found is None or found.stdout_size == text_size:
         return None
-    data = bytearray()
-    complete = True
-    for chunk in raw.iter_raw_stdout(db, raw_id):
-        data += chunk
-        if len(data) > MAX_SEARCHED_BYTES:
-            del data[data.rfind(b"\n", 0, MAX_SEARCHED_BYTES + 1) + 1:]
-            complete = False
-            break
-    # Decoded whole, bytes that are not UTF-8 become the `\\xNN` that get_episode shows line by line: a newline byte
-    # is never inside a UTF-8 sequence, so the lines come out the same.
-    return bytes(data).decode("utf-8", "backslashreplace"), complete
+    return raw.read_text_head(db, raw_id, raw.SEARCHED_BYTES)
 
 
 def _idf(db: sqlite3.Connection, stems: set[str]) -> dict[str, float]:
