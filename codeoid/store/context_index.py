@@ -38,6 +38,8 @@ WEIGHTS = (4.0, 1.0, 0.5, 0.25)  # bm25() column weights: self, near, mid, far (
 RAW_WEIGHT = 2.0
 # Raw outputs indexed per write transaction (each up to `raw.SEARCHED_BYTES` of words).
 RAW_BATCH = 8
+# A raw output with more than one byte that is not UTF-8 in this many characters is binary, and not indexed.
+BINARY_ESCAPES = 100
 NEIGHBOUR_CHARS = 1000
 NEIGHBOUR_TOOL_CHARS = 150
 # BM25 scores at most about this many rows of a match, and every row of its rarer phrases while they fit in this
@@ -168,8 +170,8 @@ def raw_words(db: sqlite3.Connection, episode_id: int) -> str | None:
     if episode is None or episode[0] == "retracted" or not episode[1]:
         return None
     found = raw.read_text_head(db, str(episode[1]), raw.SEARCHED_BYTES)
-    if found is None:
-        return None
+    if found is None or found[0].count("\\x") * BINARY_ESCAPES > len(found[0]):
+        return None  # gone, or binary: its `\xNN` escapes are no words anyone asks for
     kept = set(str(episode[2]).split("\n"))
     cut = [line for line in found[0].split("\n") if line not in kept]
     return "\n".join(cut) if any(line.strip() for line in cut) else None
