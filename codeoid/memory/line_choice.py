@@ -10,9 +10,9 @@ run's count line (`3 failed, 40 passed`) for "how many", an error line (`KeyErro
 
 A compressed Bash output has its raw output behind it (`codeoid.store.raw`): the lines compression cut, a commit
 body `git log` lost, the middle of a long file, are scored with the episode's own and may be shown from there,
-numbered as `get_episode("raw-...", lines=...)` pages them. Only the first `MAX_SEARCHED_BYTES` of a text and the
-first `raw.SEARCHED_BYTES` of a raw output are searched (as much as BM25 indexes of it), so a 100 MB log costs
-recall what 1 MB does; the hit says when lines were not searched.
+numbered as `get_episode("raw-...", lines=...)` pages them. Only the first `raw.SEARCHED_BYTES` (a megabyte) of a
+text or a raw output are searched, as much as BM25 indexes of a raw output, so a 100 MB log costs recall what 1 MB
+does; the hit says when lines were not searched.
 """
 
 from __future__ import annotations
@@ -30,8 +30,6 @@ from codeoid.store.queries import STOP_WORDS
 
 # The episodes index's tokenizer (migration m001's episodes_fts): a line matches the way its episode did.
 TOKENIZER = "porter unicode61"
-# The head of an episode's text searched for the question; what lies past it is paged with get_episode.
-MAX_SEARCHED_BYTES = 4 << 20
 # Lines a hit may show as its best, at most (each with its context).
 MOST = 5
 # A long line is shown from the part that holds most of the question's weight, about this many characters of it.
@@ -92,7 +90,7 @@ class LineChoice:
     picks: tuple[Pick, ...]
     how: str  # why the best line was chosen (`Pick.why`)
     total: int  # lines in the episode's text
-    searched: int  # of them, searched (the rest lie past MAX_SEARCHED_BYTES)
+    searched: int  # of them, searched (the rest lie past `raw.SEARCHED_BYTES`)
     raw_id: str | None = None  # the raw output some picks come from
     raw_lines: Mapping[int, str] = field(default_factory=dict)  # its picked lines and their context, as paged
     raw_searched: int = 0  # raw lines searched
@@ -117,7 +115,7 @@ def choose(db: sqlite3.Connection, terms: Terms, row: Mapping[str, object], *, c
     that where a blank line is in the way)."""
     text = str(row.get("text") or "")
     lines = split_lines(text)
-    searched_text = text[:MAX_SEARCHED_BYTES]
+    searched_text = text[:raw.SEARCHED_BYTES]
     searched = min(len(lines), len(split_lines(searched_text)))
     meaning = _chunk_bonus(row.get("chunks"), len(lines))
     scored = _score(terms, searched_text, lines, "text", meaning, shapes=row.get("kind") == "tool")
