@@ -333,9 +333,9 @@ def _shown_size(line: str) -> int:
 
 
 def _clip(line: str, width: int, focus: int = 0) -> str:
-    """The line verbatim, or, when it is longer than `width` bytes (and `CLIP_SLACK`), the part from character
-    `focus` on (its head when 0) and how many bytes are left out on each side: `[+120 bytes] …middle… [+80 bytes]`."""
-    if byte_size(line) <= width + CLIP_SLACK:
+    """The line verbatim, or, when it is longer than `width` bytes, the part from character `focus` on (its head
+    when 0) and how many bytes are left out on each side: `[+120 bytes] …middle… [+80 bytes]`."""
+    if byte_size(line) <= width:
         return line
     lead = f"[+{byte_size(line[:focus]):,} bytes] …" if focus > 0 else ""
     rest = line[focus:] if focus > 0 else line
