@@ -57,6 +57,9 @@ _ASKS_FAILURE = re.compile(r"\b(?:fail\w*|broke\w*|break\w*|crash\w*|errors?|wro
                            r"does)n't|missing)\b", re.IGNORECASE)
 
 _local = threading.local()
+# Stems of the words seen, by word; cleared when it would hold more than `STEMS_KEPT`.
+STEMS_KEPT = 100_000
+_stemmed: dict[str, tuple[str, ...]] = {}
 
 
 @dataclass(frozen=True)
@@ -277,7 +280,7 @@ def _raw_text(db: sqlite3.Connection, raw_id: str, text_size: int) -> tuple[str,
     found = raw.get_raw_output(db, raw_id)
     if found is None or found.stdout_size == text_size:
         return None
-    return raw.read_text_head(db, raw_id, raw.SEARCHED_BYTES)
+    return raw.text_head(db, found, raw.SEARCHED_BYTES)
 
 
 def _idf(db: sqlite3.Connection, stems: set[str]) -> dict[str, float]:
@@ -296,18 +299,22 @@ def _idf(db: sqlite3.Connection, stems: set[str]) -> dict[str, float]:
 
 def _stems(words: Sequence[str]) -> dict[str, tuple[str, ...]]:
     """Each word's stems as the index's tokenizer makes them (`snake_case` is two), from a private in-memory FTS5
-    table, so stemming never touches the store or takes any of its locks."""
-    if not words:
-        return {}
-    scratch = _scratch()
-    scratch.execute("BEGIN")
-    scratch.execute("DELETE FROM words")
-    scratch.executemany("INSERT INTO words (rowid, word) VALUES (?, ?)", enumerate(words, 1))
-    found: dict[int, list[str]] = {}
-    for number, stem in scratch.execute("SELECT doc, term FROM word_stems ORDER BY doc, offset"):
-        found.setdefault(int(number), []).append(str(stem))
-    scratch.execute("COMMIT")
-    return {word: tuple(found.get(number, ())) for number, word in enumerate(words, 1)}
+    table, so stemming never touches the store or takes any of its locks. Remembered: the words of one store's
+    outputs recur from recall to recall."""
+    missing = [word for word in words if word not in _stemmed]
+    if missing:
+        if len(_stemmed) + len(missing) > STEMS_KEPT:
+            _stemmed.clear()
+        scratch = _scratch()
+        scratch.execute("BEGIN")
+        scratch.execute("DELETE FROM words")
+        scratch.executemany("INSERT INTO words (rowid, word) VALUES (?, ?)", enumerate(missing, 1))
+        found: dict[int, list[str]] = {}
+        for number, stem in scratch.execute("SELECT doc, term FROM word_stems ORDER BY doc, offset"):
+            found.setdefault(int(number), []).append(str(stem))
+        scratch.execute("COMMIT")
+        _stemmed.update({word: tuple(found.get(number, ())) for number, word in enumerate(missing, 1)})
+    return {word: _stemmed[word] for word in words if word in _stemmed}
 
 
 def _scratch() -> sqlite3.Connection:

@@ -165,12 +165,17 @@ def read_raw_stdout(db: sqlite3.Connection, raw_id: str) -> bytes:
 
 def read_text_head(db: sqlite3.Connection, raw_id: str, limit: int) -> tuple[str, bool] | None:
     """The whole lines of a raw output's stdout within its first `limit` bytes, as text the way `get_episode` shows
-    it (bytes that are not UTF-8 as `\\xNN`), and whether that is all of it; None when its bytes are gone."""
+    it (bytes that are not UTF-8 as `\\xNN`), and whether that is all of it; None when it or its bytes are gone."""
     found = get_raw_output(db, raw_id)
-    if found is None or found.expired_at is not None:
+    return text_head(db, found, limit) if found is not None else None
+
+
+def text_head(db: sqlite3.Connection, found: RawOutput, limit: int) -> tuple[str, bool] | None:
+    """`read_text_head` of a raw output already looked up."""
+    if found.expired_at is not None:
         return None
     data = bytearray()
-    for chunk in iter_raw_stdout(db, raw_id):
+    for chunk in iter_raw_stdout(db, found.id):
         data += chunk
         if len(data) > limit:
             del data[data.rfind(b"\n", 0, limit + 1) + 1:]
