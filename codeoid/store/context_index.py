@@ -52,16 +52,17 @@ NOT_NEIGHBOURS = ("codeoid", "seed")
 _COLUMNS = "id, session_id, kind, state, tool_name, origin, created_at"
 
 
-def catch_up(db: sqlite3.Connection, *, batch: int = 500) -> int:
-    """Bring `episodes_context` up to date in small write transactions; return how many rows were (re)built.
-    A busy store leaves it behind until the next call."""
+def catch_up(db: sqlite3.Connection, *, batch: int = 500, raw_rounds: int | None = None) -> int:
+    """Bring `episodes_context` up to date in small write transactions, and `raw_context` by at most `raw_rounds`
+    transactions of `RAW_BATCH` raw outputs (None: all the way); return how many rows were (re)built. A busy store
+    leaves them behind until the next call."""
     from codeoid.store.db import StoreUnavailable, write_transaction
 
     if not _behind(db):
         return 0  # checked without the write lock hooks need
     built = 0
     try:
-        while True:
+        while raw_rounds is None or raw_rounds > 0:
             with write_transaction(db):
                 dirty = [int(row[0]) for row in db.execute(
                     "SELECT episode_id FROM context_dirty ORDER BY episode_id LIMIT ?", (batch,))]
@@ -89,6 +90,9 @@ def catch_up(db: sqlite3.Connection, *, batch: int = 500) -> int:
                 last = with_raw[RAW_BATCH - 1] if len(with_raw) > RAW_BATCH else int(pending[0])
                 _rebuild_raw(db, [episode_id for episode_id in with_raw if episode_id <= last])
                 db.execute("UPDATE raw_context_progress SET indexed_upto = ?", (last,))
+                if raw_rounds is not None and with_raw:
+                    raw_rounds -= 1
+        return built
     except StoreUnavailable:
         return built
 
