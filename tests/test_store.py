@@ -104,6 +104,25 @@ def test_an_upgrade_makes_the_words_compression_cut_from_stored_outputs_searchab
         upgraded.close()
 
 
+def test_a_search_indexes_raw_outputs_a_batch_at_a_time_and_a_full_catch_up_all_of_them(
+    store: sqlite3.Connection, project: Path
+) -> None:
+    owner = _owner(store, project)
+    for number in range(20):
+        raw.store_raw_output(store, f"raw-toolu_{number}", command="make", stdout=(
+            f"step {number} ok\n    the heron cache warmed {number} shards\n").encode())
+        with db.write_transaction(store):
+            capture.add_tool_call(store, owner, tool_name="Bash", tool_use_id=f"toolu_{number}",
+                                  tool_input={"command": "make"}, response={"stdout": f"step {number} ok"},
+                                  error=None, agent_id=None, now=2.0 + number, raw_output_id=f"raw-toolu_{number}")
+
+    first = queries.search_context(store, "heron cache", workspace_id=owner.workspace_id, limit=50)[0]
+    assert len(first) == context_index.RAW_BATCH  # one recall tokenizes one batch, not the store's backlog
+
+    queries.catch_up_fts(store)  # what the memory service's indexer runs as episodes arrive
+    assert len(queries.search_context(store, "heron cache", workspace_id=owner.workspace_id, limit=50)[0]) == 20
+
+
 def test_a_100_mb_output_comes_back_byte_exact(store: sqlite3.Connection) -> None:
     blob = os.urandom(1024 * 1024) * 100
     stored = raw.store_raw_output(store, "raw-big", command="yes | head", stdout=blob, exit_status=0)

@@ -99,9 +99,6 @@ class LineChoice:
     raw_searched: int = 0  # raw lines searched
     raw_complete: bool = True  # the whole raw output was searched
 
-    def of(self, source: str) -> tuple[Pick, ...]:
-        return tuple(pick for pick in self.picks if pick.source == source)
-
 
 def question_terms(db: sqlite3.Connection, query: str) -> Terms:
     """`query`'s content words (stop words left out, unless nothing else is left), stemmed, with their weights."""
@@ -314,7 +311,7 @@ def _stems(words: Sequence[str]) -> dict[str, tuple[str, ...]]:
             found.setdefault(int(number), []).append(str(stem))
         scratch.execute("COMMIT")
         _stemmed.update({word: tuple(found.get(number, ())) for number, word in enumerate(missing, 1)})
-    return {word: _stemmed[word] for word in words if word in _stemmed}
+    return {word: found for word in words if (found := _stemmed.get(word)) is not None}  # another thread may clear
 
 
 def _scratch() -> sqlite3.Connection:
