@@ -311,7 +311,7 @@ def _stems(words: Sequence[str]) -> dict[str, tuple[str, ...]]:
             found.setdefault(int(number), []).append(str(stem))
         scratch.execute("COMMIT")
         _stemmed.update({word: tuple(found.get(number, ())) for number, word in enumerate(missing, 1)})
-    return {word: found for word in words if (found := _stemmed.get(word)) is not None}  # another thread may clear
+    return {word: stems for word in words if (stems := _stemmed.get(word)) is not None}  # another thread may clear
 
 
 def _scratch() -> sqlite3.Connection:
