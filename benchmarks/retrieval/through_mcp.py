@@ -8,6 +8,11 @@ them with each call (one service answers sessions started with different setting
 `CODEOID_VECTOR=off` (the ranking recall gives when the vector index is down), `fused` the shipped defaults.
 Each person is one workspace (its own git project), so each gets its own `codeoid-mcp` started in that project.
 
+`--set coding` and `--set lines` are coding histories (`coding/`, `lines/`) filled the same way, the `lines` set's
+successful Bash outputs passed through `codeoid-compress` as the rewrite would. With `--field shown` a hit counts
+only when the numbered lines it shows (of its episode, or of the raw output behind it) hold the question's
+`evidence`: what the model reads, not which episode was listed, and never the header's command.
+
 Evidence R@k: a question whose answer is one turn (or any of a few interchangeable ones) scores 1 when one of
 them is in the top k; a multi-hop question scores the share of its evidence turns in the top k (LoCoMo's
 evidence recall). MRR: 1 / the rank of the first evidence turn, over the top 10. 95% intervals: 1,000 bootstrap
