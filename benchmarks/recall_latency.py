@@ -12,7 +12,9 @@ after the queries, the memory service's (which answers the server's calls), and 
         [--keep DIR]
 
 `--keep DIR` builds each store (and its Chroma data) under DIR once and reuses it on later runs, so the timing can
-be repeated when the machine is quiet without the ten minutes of filling.
+be repeated when the machine is quiet without the ten minutes of filling. `--raw-share 0.1` makes that share of the
+tool results compressed Bash outputs, each with a raw output of `RAW_LINES` lines that compression cut to its first
+`TOOL_LINES` (what recall then also searches and may show), kept apart from the plain stores.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ TOOL_LINES = 40
 # What `--time-words` adds: a day, an order of an action, an event's side, a session (`codeoid.memory.when`).
 TIME_WORDS = ("yesterday afternoon", "in the last commit", "right after the merge", "in the previous session",
               "three days ago", "in the first failing test run", "before the release", "last week")
+RAW_LINES = 400
 BATCH = 2000
 
 
@@ -55,15 +58,16 @@ def source_lines(limit: int = 400_000) -> list[str]:
     return lines
 
 
-def fill_store(count: int, lines: list[str]) -> tuple[Any, int]:
-    """A store of `count` episodes in one workspace (40% prompts, 30% answers, 30% 40-line tool results)."""
+def fill_store(count: int, lines: list[str], raw_share: float = 0.0) -> tuple[Any, int]:
+    """A store of `count` episodes in one workspace (40% prompts, 30% answers, 30% 40-line tool results, `raw_share`
+    of them compressed from a longer raw output)."""
     from test_mcp_server import Memory, git_project
 
     from codeoid.store import queries
 
     home = Path(os.environ["CODEOID_HOME"])
     memory = Memory(home, git_project(home.parent / "project"))
-    add_filler(memory, range(count), lines, when=lambda _n: memory.now())
+    add_filler(memory, range(count), lines, when=lambda _n: memory.now(), raw_share=raw_share)
     began = time.perf_counter()
     while queries.catch_up_fts(memory.db, batch=5000):
         pass
@@ -72,10 +76,12 @@ def fill_store(count: int, lines: list[str]) -> tuple[Any, int]:
     return memory, memory.db.execute("SELECT max(id) FROM episodes").fetchone()[0]
 
 
-def add_filler(memory: Any, numbers: range, lines: list[str], *, when: Callable[[int], float]) -> None:
+def add_filler(memory: Any, numbers: range, lines: list[str], *, when: Callable[[int], float],
+               raw_share: float = 0.0) -> None:
     """Episodes numbered `numbers` in one backing session of `memory`'s workspace (40% prompts, 30% answers, 30%
-    40-line tool results of `lines`), episode n stored at `when(n)`."""
-    from codeoid.store import capture
+    40-line tool results of `lines`, `raw_share` of them the compressed view of a `RAW_LINES`-line raw output),
+    episode n stored at `when(n)`."""
+    from codeoid.store import capture, raw
     from codeoid.store import db as store_db
 
     rng = random.Random(7)
@@ -91,6 +97,21 @@ def add_filler(memory: Any, numbers: range, lines: list[str], *, when: Callable[
                 elif n % 10 < 7:
                     capture.add_assistant_message(memory.db, owner, message_id=f"m{n}",
                                                   text="\n".join(lines[at:at + 5]), now=now)
+                elif (n * 7919) % 1000 < raw_share * 1000:
+                    first = n * 31 % (len(lines) - RAW_LINES)
+                    command = f"cat src/module_{n % 97}.py"
+                    raw.insert_raw_output(memory.db, f"raw-t{n}", command=command, cwd=None, tool_use_id=f"t{n}",
+                                          stdout="\n".join(lines[first:first + RAW_LINES]).encode() + b"\n",
+                                          session_id=None, workspace_id=None, exit_status=0, rule="cat",
+                                          shown_size=None)
+                    capture.add_tool_call(
+                        memory.db, owner, tool_name="Bash", tool_use_id=f"t{n}", tool_input={"command": command},
+                        response={"stdout": "\n".join([*lines[first:first + TOOL_LINES], f"[codeoid] "
+                                                        f"{RAW_LINES - TOOL_LINES} lines cut, raw lines "
+                                                        f"{TOOL_LINES + 1}-{RAW_LINES}"]),
+                                  "stderr": "", "interrupted": False},
+                        error=None, agent_id=None, now=now, raw_output_id=f"raw-t{n}",
+                    )
                 else:
                     capture.add_tool_call(
                         memory.db, owner, tool_name="Bash", tool_use_id=f"t{n}",
@@ -211,6 +232,8 @@ def main() -> None:
     parser.add_argument("--keep", type=Path, help="build the stores under this folder once and reuse them")
     parser.add_argument("--time-words", action="store_true",
                         help="every fourth question names a time or an order (yesterday, the last commit, ...)")
+    parser.add_argument("--raw-share", type=float, default=0.0,
+                        help="this share of tool results are compressed, their raw outputs ten times as long")
     args = parser.parse_args()
     signal.signal(signal.SIGTERM, lambda _signum, _frame: sys.exit(143))
     lines = source_lines()
@@ -224,7 +247,8 @@ def main() -> None:
     rows = []
     for count in (int(n) for n in args.episodes.split(",")):
         with tempfile.TemporaryDirectory() as scratch:
-            place = args.keep / str(count) if args.keep else Path(scratch)
+            name = f"{count}-raw{args.raw_share:g}" if args.raw_share else str(count)
+            place = args.keep / name if args.keep else Path(scratch)
             os.environ["CODEOID_HOME"] = str(place / "home")
             os.environ.pop("CODEOID_CHROMA_URL", None)
             from codeoid.memory import chroma_server
@@ -235,7 +259,7 @@ def main() -> None:
                 if built.exists():
                     memory = kept_store(place)
                 else:
-                    memory, newest = fill_store(count, lines)
+                    memory, newest = fill_store(count, lines, args.raw_share)
                     fill_vectors(memory, newest)
                     built.touch()
                 print(f"{count:,} episodes stored and vectors loaded in {time.perf_counter() - began:.0f} s",

@@ -154,16 +154,17 @@ def page_lines(lines: Iterable[T], *, start: int = 1, end: int | None = None, bu
     return Page(shown, start, last, total, wanted_last, cut)
 
 
-def share_budget(costs: list[int], budget: int) -> list[int]:
-    """Split `budget` over texts of the given sizes: small ones get all they need, the rest share equally,
-    so one huge episode cannot crowd out the others."""
+def share_budget(costs: list[int], budget: int, weights: list[float] | None = None) -> list[int]:
+    """Split `budget` over texts of the given sizes: small ones get all they need, the rest share it in proportion
+    to their `weights` (equally without), so one huge episode cannot crowd out the others."""
+    weights = weights or [1.0] * len(costs)
     allowances = [0] * len(costs)
-    left = budget
-    order = sorted(range(len(costs)), key=costs.__getitem__)
-    for position, index in enumerate(order):
-        give = min(costs[index], left // (len(costs) - position))
+    left, weight_left = budget, sum(weights)
+    for index in sorted(range(len(costs)), key=lambda index: costs[index] / weights[index]):
+        give = min(costs[index], int(left * weights[index] / weight_left)) if weight_left > 0 else 0
         allowances[index] = give
         left -= give
+        weight_left -= weights[index]
     return allowances
 
 

@@ -22,7 +22,7 @@ from codeoid import exclusions
 from codeoid.capture import ingest
 from codeoid.fork.lineage import lineage_notes
 from codeoid.log import log
-from codeoid.memory import hits, retrieval
+from codeoid.memory import hits, line_choice, retrieval
 from codeoid.pages import (
     BYTES_PER_TOKEN,
     LineRangeError,
@@ -144,6 +144,8 @@ class MemoryTools:
             notes = lineage_notes(db, caller, found.rows)
             raw_outputs = {row["raw_output_id"]: facts for row in found.rows if row["raw_output_id"]
                            for facts in [hits.raw_facts(db, row["raw_output_id"])] if facts is not None}
+            terms = line_choice.question_terms(db, query)
+            choices = [line_choice.choose(db, terms, row) for row in found.rows]
         rows, shared = found.rows, found.shared
         skipped = "; episodes still in your current window are skipped" if caller else ""
         fallback = f" BM25 only: {found.fallback}." if found.fallback else ""
@@ -151,10 +153,10 @@ class MemoryTools:
             return f"No stored episode in this workspace ({self.root}) matches {_echo(query)}{skipped}.{fallback}"
         head = (f"recall {_echo(query)}: {len(rows)} hit{'s' if len(rows) != 1 else ''} from {self.root}, best first "
                 f"({found.signals}, any word; archived included{skipped}).{fallback} Each shows the lines that "
-                "matched; get_episode(id, lines=\"a-b\") pages any lines exactly.")
+                "answer; get_episode(id, lines=\"a-b\") pages any lines exactly.")
         shared_budget = budget * len(shared) // (len(rows) + len(shared))
         more = f"; recall(query, budget_tokens={2 * budget // BYTES_PER_TOKEN}) shows more"
-        parts = [hits.render_hits(head, rows, query=query, budget=budget - shared_budget, page_call=_page_call,
+        parts = [hits.render_hits(head, rows, choices=choices, budget=budget - shared_budget, page_call=_page_call,
                                   raw_outputs=raw_outputs, notes=notes, more_hint=more) if rows else head]
         if shared:
             parts.append(_shared_text(shared, shared_budget))

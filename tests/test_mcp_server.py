@@ -194,14 +194,15 @@ def test_recall_returns_compact_hits_with_their_fields_and_the_lines_that_matche
     # indexes each episode with its session neighbours), so it may follow, never ahead of them.
     assert set(episode_ids(found.text)[:2]) == {prompt, run}
     assert episode_ids(found.text)[2:] in ([], [lunch])
-    assert "\n1: FAILED tests/test_flux.py::test_capacitor - OverheatError: 1.21 gigawatts\n2- 1 failed in 0.12s" in (
+    # The run's count line is shown as an answer too: what a reader of a test run looks at first.
+    assert "\n1: FAILED tests/test_flux.py::test_capacitor - OverheatError: 1.21 gigawatts\n2: 1 failed in 0.12s" in (
         found.text)
     assert "\n1: why does the flux capacitor overheat?" in found.text
     assert "command: pytest tests/test_flux.py" in found.text
     header = next(line for line in found.text.splitlines() if line.startswith(f"=== episode {run} "))
     assert "tool Bash" in header and "score " in header and "live" in header
     assert f"session {owner.session_id[:8]} turn 1" in header and "2 lines, 91 bytes, ~31 tokens" in header
-    assert f'line 1 holds query words (context around them below; best: get_episode("{run}", lines="1-2"))' in (
+    assert f'lines 1-2 match by query words and an error or count line (best: get_episode("{run}", lines="1-2"))' in (
         found.text)
 
 

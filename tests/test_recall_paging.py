@@ -1,8 +1,10 @@
 """Recall answers with compact hits and the model pages exact lines: the real `codeoid-mcp` over the SDK's stdio
 client (and the installed `codeoid` for the CLI's side), against a store filled through the capture API.
 
-A hit names its lines (`82:` matched, `81-` context); `get_episode(id, lines="a-b")` must return exactly those
-lines of the stored text, and a raw output's lines exactly as stored (bytes that are not UTF-8 as `\\xNN`).
+A hit names its lines (`82:` chosen, `81-` context), of the episode's text or, under a line naming it, of the raw
+output behind a compressed one; `get_episode(id, lines="a-b")` must return exactly those lines of the stored text,
+and a raw output's lines exactly as stored (bytes that are not UTF-8 as `\\xNN`). The lines shown are those that
+answer: the rare words of the question, a run's count line when it asks how many, a commit body compression cut.
 """
 
 from __future__ import annotations
@@ -15,11 +17,12 @@ import pytest
 from conftest import executable
 from test_mcp_server import Memory, call, episode_ids, git_project, serve, shown_lines
 
-from codeoid.memory.matched_lines import matched_lines
-from codeoid.store import queries, raw
+from codeoid.store import raw
 
 HIT_LINE = re.compile(r"^(\d+)([:-]) (.*)$")
+RAW_SECTION = re.compile(r"^raw output (raw-\S+), lines compression cut: ")
 CLIPPED = re.compile(r"… \[\+[\d,]+ bytes\]$")
+LEAD = re.compile(r"^\[\+[\d,]+ bytes\] …")
 RAW_STDOUT = b"".join(b"zeppelin hangar \xff\xfe door log\n" if n == 7
                      else f"raw line {n} ballast {'é' if n % 3 else '日本'}\n".encode() for n in range(1, 1201))
 
@@ -63,9 +66,46 @@ def hit_blocks(text: str) -> dict[int, str]:
 
 
 def numbered(block: str) -> dict[int, str]:
-    """The numbered lines a hit shows: line number -> text as shown."""
-    return {int(found.group(1)): found.group(3) for line in block.split("\n")
-            if (found := HIT_LINE.match(line)) is not None}
+    """The numbered lines a hit shows of its episode's text: line number -> text as shown."""
+    return {number: text for (item, number), text in sources(block).items() if not item.startswith("raw-")}
+
+
+def sources(block: str) -> dict[tuple[str, int], str]:
+    """Every numbered line a hit shows, by what pages it: (the episode's id or the raw output's, number) -> text."""
+    item = block.split(" ", 1)[0]
+    found: dict[tuple[str, int], str] = {}
+    for line in block.split("\n"):
+        if (section := RAW_SECTION.match(line)) is not None:
+            item = section.group(1)
+        elif (hit := HIT_LINE.match(line)) is not None:
+            found[(item, int(hit.group(1)))] = hit.group(3)
+    return found
+
+
+def paged_exactly(shown: str, full: str) -> bool:
+    """A shown line is the stored line, or a part of it between the markers that say what was left out."""
+    if shown == full:
+        return True
+    part = CLIPPED.sub("", LEAD.sub("", shown))
+    lead = LEAD.match(shown)
+    at = int(re.sub(r"\D", "", lead.group(0))) if lead else 0
+    return full.encode()[at:].startswith(part.encode())
+
+
+def assert_every_line_pages_back(memory: Memory, blocks: dict[int, str]) -> None:
+    """Each run of lines a hit shows comes back byte-exact from the call that pages it."""
+    asked = [(item, first, last) for block in blocks.values()
+             for item in dict.fromkeys(key for key, _ in sources(block))
+             for first, last in runs([number for (where, number) in sources(block) if where == item])]
+    pages = serve(memory, *[("get_episode", {"episode_id": item, "lines": f"{first}-{last}"})
+                            for item, first, last in asked])
+    shown = {key: text for block in blocks.values() for key, text in sources(block).items()}
+    for (item, first, last), page in zip(asked, pages, strict=True):
+        assert not page.is_error, page
+        got = shown_lines(page.text)
+        assert len(got) == last - first + 1 and f"lines {first}-{last} of" in page.text, page.text
+        for number in range(first, last + 1):
+            assert paged_exactly(shown[(item, number)], got[number - first]), (item, number, shown[(item, number)])
 
 
 def runs(numbers: list[int]) -> list[tuple[int, int]]:
@@ -100,34 +140,18 @@ def test_five_hits_fit_2k_tokens_name_their_lines_and_get_episode_returns_those_
     assert raw_named.group(1) == "raw-toolu_diff" and raw_named.group(2) == "1,200"
     assert raw_named.group(3) == f"{len(RAW_STDOUT):,}"
 
-    asked = []
-    for episode_id, block in blocks.items():
-        lines = numbered(block)
-        assert lines, block
-        asked += [(episode_id, first, last) for first, last in runs(list(lines))]
+    assert all(numbered(block) for block in blocks.values())
+    assert_every_line_pages_back(memory, blocks)
     asked_raw = [(5, 9), (1199, 1200)]
-    pages = serve(memory, *[("get_episode", {"episode_id": episode_id, "lines": f"{first}-{last}"})
-                            for episode_id, first, last in asked],
-                  *[("get_episode", {"episode_id": "raw-toolu_diff", "lines": f"{first}-{last}"})
-                    for first, last in asked_raw])
-
-    for (episode_id, first, last), page in zip(asked, pages, strict=False):
-        text = queries.get_episode(memory.db, episode_id)["text"]  # type: ignore[index]
-        stored = text.split("\n")[:-1] if text.endswith("\n") else text.split("\n")  # a final newline ends a line
-        got = shown_lines(page.text)
-        assert [line.encode() for line in got] == [line.encode() for line in stored[first - 1:last]]
-        assert f"text: lines {first}-{last} of {len(stored)}" in page.text
-        for number, shown in numbered(blocks[episode_id]).items():
-            if first <= number <= last:
-                full = got[number - first]
-                assert shown == full or (CLIPPED.search(shown) and full.startswith(CLIPPED.sub("", shown)))
+    pages = serve(memory, *[("get_episode", {"episode_id": "raw-toolu_diff", "lines": f"{first}-{last}"})
+                            for first, last in asked_raw])
     raw_lines = RAW_STDOUT.split(b"\n")
-    for (first, last), page in zip(asked_raw, pages[len(asked):], strict=True):
+    for (first, last), page in zip(asked_raw, pages, strict=True):
         assert not page.is_error, page
         expected = [line.decode("utf-8", "backslashreplace") for line in raw_lines[first - 1:last]]
         assert shown_lines(page.text) == expected
         assert f"lines {first}-{last} of 1200" in page.text
-    assert "zeppelin hangar \\xff\\xfe door log" in pages[len(asked)].text and "not UTF-8" in pages[len(asked)].text
+    assert "zeppelin hangar \\xff\\xfe door log" in pages[0].text and "not UTF-8" in pages[0].text
 
 
 def test_a_bigger_budget_shows_more_and_the_output_cap_still_holds(memory: Memory) -> None:
@@ -208,18 +232,6 @@ def test_recall_file_cut_at_the_output_limit_names_the_next_lines_in_file_number
     assert shown_lines(following.text) == [f"entry {pointer.group(1)} " + "z" * 60]
 
 
-def test_lines_found_by_meaning_alone_are_the_matched_chunks() -> None:
-    text = "\n".join(f"step {number}" for number in range(1, 101))
-
-    by_words = matched_lines(text, "steps 42", most=3)
-    by_meaning = matched_lines(text, "unrelated words", chunk=(40, 60), most=4)
-    by_nothing = matched_lines(text, "unrelated words", most=2)
-
-    assert by_words.how == "words" and by_words.numbers[0] == 42 and len(by_words.numbers) == 3
-    assert by_meaning.how == "meaning" and by_meaning.numbers == (40, 41, 42, 43)
-    assert by_nothing.how == "start" and by_nothing.numbers == (1, 2)
-
-
 def test_codeoid_search_prints_the_same_hits_and_show_lines_pages_exactly(memory: Memory) -> None:
     ids = five_long_hits(memory)
 
@@ -240,3 +252,83 @@ def test_codeoid_search_prints_the_same_hits_and_show_lines_pages_exactly(memory
         b"expected 420 got 0; " * 30) + b"\n"
     assert raw_bytes.stdout == b"zeppelin hangar \xff\xfe door log\n"
     assert bad.returncode != 0 and "is not a line range" in bad.stderr
+
+
+def test_the_line_with_the_stores_rare_word_comes_first_not_one_with_a_word_every_session_uses(memory: Memory) -> None:
+    owner = memory.backing("bs-1")
+    for number in range(30):  # "deploy" is in every session's talk; "rollback" only in the runbook below
+        memory.assistant(owner, f"Deploy {number} went out at noon; the deploy log is clean.")
+    runbook = memory.project / "RUNBOOK.md"
+    runbook.write_text("".join(("Deploy from main after the checks pass.\n" if n == 5 else
+                                "Rollback: rerun the previous tag's pipeline and flip the router back.\n" if n == 120
+                                else "A rollback keeps the database; only the app goes back.\n" if n == 121
+                                else "The rollback takes about four minutes.\n" if n == 122
+                                else f"Step {n}: follow the checklist.\n") for n in range(1, 201)))
+    read = memory.read(owner, runbook)
+
+    recalled = call(memory, "recall", query="deploy rollback", limit=1, budget_tokens=300)
+
+    block = hit_blocks(recalled.text)[read]
+    best = re.search(r'best: get_episode\("\d+", lines="(\d+)(?:-(\d+))?"\)', block)
+    assert best is not None and int(best.group(1)) <= 120 <= int(best.group(2) or best.group(1)), block
+    assert "120: Rollback: rerun the previous tag's pipeline" in block
+    assert "5: Deploy from main" not in block
+
+
+def test_a_question_of_how_many_shows_the_runs_count_line_though_it_holds_none_of_its_words(memory: Memory) -> None:
+    owner = memory.backing("bs-1")
+    report = [f"tests/test_billing.py::test_invoice_{n} PASSED" for n in range(1, 281)]
+    report += [f"FAILED tests/test_billing.py::test_refund_{n} - AssertionError: refund total off by {n} cents"
+               for n in range(1, 21)]
+    report.append("20 failed, 280 passed in 12.31s")
+    run = memory.bash(owner, "pytest -v tests/test_billing.py", "\n".join(report))
+
+    recalled = call(memory, "recall", query="how many of the billing checks broke?", limit=1)
+
+    block = hit_blocks(recalled.text)[run]
+    assert "301: 20 failed, 280 passed in 12.31s" in block, block
+    assert_every_line_pages_back(memory, {run: block})
+
+
+def test_a_commit_body_compression_cut_is_found_and_shown_from_the_raw_output(memory: Memory, tmp_path: Path) -> None:
+    repository = git_project(tmp_path / "repository")
+    git = ["git", "-C", str(repository), "-c", "user.name=Dana", "-c", "user.email=dana@example.org"]
+    (repository / "app.py").write_text("VERSION = 0\n")
+    subprocess.run([*git, "add", "app.py"], check=True)
+    for number in range(1, 13):
+        (repository / "app.py").write_text(f"VERSION = {number}\n")
+        body = ("The payment sandbox refuses payloads over 64 KiB, so the invoice export\n"
+                "now sends its attachments in a second request." if number == 4
+                else f"Routine change number {number} to the application version.")
+        subprocess.run([*git, "commit", "-qam", f"Bump the version to {number}\n\n{body}"], check=True)
+    log = subprocess.run(["git", "-C", str(repository), "log"], capture_output=True, check=True).stdout
+    shown = subprocess.run([executable("codeoid-compress"), "--command", "git log", "--tool-use-id", "toolu_log"],
+                           input=log, capture_output=True, check=True, cwd=memory.project).stdout.decode()
+    assert "sandbox" not in shown and raw.get_raw_output(memory.db, "raw-toolu_log") is not None  # the body was cut
+    owner = memory.backing("bs-1")
+    history = memory.bash(owner, "git log", shown.rstrip("\n"), raw_output_id="raw-toolu_log")
+    memory.assistant(owner, "The history is a run of version bumps.")
+
+    recalled = call(memory, "recall", query="why did the sandbox refuse the export?", limit=3)
+
+    block = hit_blocks(recalled.text)[history]
+    section = re.search(r'^raw output raw-toolu_log, lines compression cut: line (\d+) holds query words '
+                        r'\(best: get_episode\("raw-toolu_log", lines="[\d-]+"\)\):$', block, re.MULTILINE)
+    assert section is not None, block
+    raw_number = int(section.group(1))
+    assert log.split(b"\n")[raw_number - 1].decode().strip().startswith("The payment sandbox refuses payloads")
+    assert sources(block)[("raw-toolu_log", raw_number)].strip().startswith("The payment sandbox refuses")
+    assert_every_line_pages_back(memory, {history: block})
+
+
+def test_a_long_line_shows_the_part_that_holds_the_question(memory: Memory) -> None:
+    owner = memory.backing("bs-1")
+    filler = " ".join(f"clause {n} of the long explanation" for n in range(1, 60))
+    answer = memory.assistant(owner, f"{filler}; the real cause was a stale quokka cache in the resolver. {filler}")
+
+    recalled = call(memory, "recall", query="quokka cache cause", limit=1)
+
+    block = hit_blocks(recalled.text)[answer]
+    shown = sources(block)[(str(answer), 1)]
+    assert LEAD.match(shown) and CLIPPED.search(shown) and "stale quokka cache" in shown, shown
+    assert_every_line_pages_back(memory, {answer: block})

@@ -138,10 +138,13 @@ def test_forget_deletes_text_raw_fts_and_vectors_for_good_and_leaves_a_tombstone
     before = memory.user(owner, "first, an ordinary question")
     pasted = memory.user(owner, f"my password is {SECRET}, keep it safe")
     run, raw_id, _ = bash_with_raw(memory, owner, "leak", size=4096)
-    raw.store_raw_output(memory.db, "raw-leak2", command="cat .env", stdout=f"PASSWORD={SECRET}\n".encode() * 50)
+    raw.store_raw_output(memory.db, "raw-leak2", command="cat .env", stdout=f"PASSWORD={SECRET}\n".encode() * 50
+                         + f"BACKUP_PASSWORD={SECRET}-old\n".encode())
     leaked = memory.bash(owner, "cat .env", f"PASSWORD={SECRET}", raw_output_id="raw-leak2")
     after = memory.assistant(owner, "an ordinary answer")
     queries.catch_up_fts(memory.db)
+    # The line compression cut is searchable: the raw output's words are in the index recall searches.
+    assert memory.db.execute("SELECT count(*) FROM raw_context WHERE raw_context MATCH ?", (SECRET,)).fetchone() == (1,)
     with store_db.write_transaction(memory.db):  # as if the vector indexer had embedded everything
         memory.db.execute("UPDATE vector_progress SET indexed_upto = ?, claimed_upto = ?", (after, after))
     memory.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -154,8 +157,9 @@ def test_forget_deletes_text_raw_fts_and_vectors_for_good_and_leaves_a_tombstone
     for path in (database, memory.home / "store.db-wal"):
         if path.exists():
             assert SECRET.encode() not in path.read_bytes(), path
-    fts_hits = memory.db.execute("SELECT count(*) FROM episodes_fts WHERE episodes_fts MATCH ?", (SECRET,))
-    assert fts_hits.fetchone() == (0,)
+    for index in ("episodes_fts", "episodes_context", "raw_context"):
+        fts_hits = memory.db.execute(f"SELECT count(*) FROM {index} WHERE {index} MATCH ?", (SECRET,))
+        assert fts_hits.fetchone() == (0,), index
     assert raw.get_raw_output(memory.db, "raw-leak2") is None and raw.get_raw_output(memory.db, raw_id) is None
     # Their vectors were removed from Chroma at once, not left queued for an indexer.
     assert "removed the vectors of 3 episode(s) from the local Chroma server" in result.stdout
@@ -171,6 +175,21 @@ def test_forget_deletes_text_raw_fts_and_vectors_for_good_and_leaves_a_tombstone
 
     again = codeoid(memory, "forget", str(pasted), "--vacuum")
     assert "already forgotten" in again.stderr
+
+
+def test_an_expired_raw_output_leaves_the_index_its_words_were_found_by(memory: Memory) -> None:
+    owner = memory.backing("bs-old")
+    raw.store_raw_output(memory.db, "raw-toolu_log", command="git log",
+                         stdout=b"commit 1\n    The ocelot relay drops idle sockets.\ncommit 2\n")
+    log = memory.bash(owner, "git log", "commit 1\ncommit 2", raw_output_id="raw-toolu_log")
+    memory.set_state(log, "archived")
+    assert "=== episode" in call(memory, "recall", query="ocelot relay").text
+
+    planned = retention.Plan(budget=0, used=0, projected=0, expire_raw=[("raw-toolu_log", 0)])
+    assert retention.apply(memory.db, planned, str(memory.home)).expired_raw == 1
+
+    assert call(memory, "recall", query="ocelot relay").text.startswith("No stored e")
+    assert memory.db.execute("SELECT count(*) FROM raw_context").fetchone() == (0,)
 
 
 def test_raw_chunks_are_stored_zstd_compressed_and_old_plain_chunks_still_read(codeoid_home: Path) -> None:

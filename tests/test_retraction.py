@@ -72,6 +72,8 @@ def test_a_retracted_episode_leaves_what_the_model_reaches_and_the_user_still_re
 
     shown = codeoid(memory, "show", str(pasted["prompt"]))
     assert "state: retracted" in shown.output and "hunter2-walrus" in shown.output
+    # The words of its raw output left the index too (they were searchable while it was live).
+    assert memory.db.execute("SELECT count(*) FROM raw_context WHERE raw_context MATCH 'hunter2'").fetchone() == (0,)
 
 
 def test_a_restored_episode_comes_back_in_the_state_it_can_have(memory: Memory, pasted: dict[str, int]) -> None:
@@ -90,6 +92,23 @@ def test_a_restored_episode_comes_back_in_the_state_it_can_have(memory: Memory, 
     assert done.stderr.strip() == "not stored: 9999"
     assert re.search(rf"^=== episode {pasted['prompt']} ", call(memory, "recall", query="hunter2 walrus").text,
                      re.MULTILINE)
+
+
+def test_a_compressed_calls_raw_words_leave_the_index_when_it_is_retracted_and_return_when_restored(
+    memory: Memory, pasted: dict[str, int]
+) -> None:
+    def indexed() -> int:
+        return int(memory.db.execute("SELECT count(*) FROM raw_context WHERE raw_context MATCH 'hunter2'")
+                   .fetchone()[0])
+
+    assert f"=== episode {pasted['bash']} " in call(memory, "recall", query="db password").text
+    assert indexed() == 1
+    codeoid(memory, "retract", str(pasted["bash"]))
+    assert f"=== episode {pasted['bash']} " not in call(memory, "recall", query="db password").text
+    assert indexed() == 0
+    codeoid(memory, "restore", str(pasted["bash"]))
+    assert f"=== episode {pasted['bash']} " in call(memory, "recall", query="db password").text
+    assert indexed() == 1
 
 
 def test_restoring_a_live_episode_whose_window_is_open_makes_it_live_again(

@@ -74,6 +74,55 @@ def test_each_store_gets_its_own_id_and_an_upgrade_starts_the_vector_index_over(
         other.close()
 
 
+def test_an_upgrade_makes_the_words_compression_cut_from_stored_outputs_searchable(
+    codeoid_home: Path, project: Path
+) -> None:
+    paths.ensure_private_dir(os.path.dirname(paths.database_path()))
+    old = sqlite3.connect(paths.database_path(), isolation_level=None)
+    migrate(old, upto="m014_command_as_typed")
+    owner = _owner(old, project)
+    raw.store_raw_output(old, "raw-toolu_log", command="git log", stdout=(
+        b"commit 1\n    The walrus gateway drops idle sockets after 30 s.\ncommit 2\n    Tidy.\n"))
+    with db.write_transaction(old):
+        episode = capture.add_tool_call(old, owner, tool_name="Bash", tool_use_id="toolu_log",
+                                        tool_input={"command": "git log"},
+                                        response={"stdout": "commit 1\ncommit 2\n[codeoid] 2 body lines cut"},
+                                        error=None, agent_id=None, now=2.0, raw_output_id="raw-toolu_log")
+        # The old store's neighbour index was up to date: its row holds the compressed text alone.
+        old.execute("INSERT INTO episodes_context(rowid, self, near, mid, far) VALUES (?, ?, '', '', '')",
+                    (episode, "tool Bash: commit 1 commit 2"))
+        old.execute("UPDATE context_progress SET indexed_upto = ?", (episode,))
+    old.close()
+
+    upgraded = db.connect()
+    try:
+        found = queries.search_context(upgraded, "which gateway drops sockets?", workspace_id=owner.workspace_id,
+                                       limit=5)[0]
+        assert [row["id"] for row in found] == [episode]
+        assert migrate(upgraded) == []
+    finally:
+        upgraded.close()
+
+
+def test_a_search_indexes_raw_outputs_a_batch_at_a_time_and_a_full_catch_up_all_of_them(
+    store: sqlite3.Connection, project: Path
+) -> None:
+    owner = _owner(store, project)
+    for number in range(20):
+        raw.store_raw_output(store, f"raw-toolu_{number}", command="make", stdout=(
+            f"step {number} ok\n    the heron cache warmed {number} shards\n").encode())
+        with db.write_transaction(store):
+            capture.add_tool_call(store, owner, tool_name="Bash", tool_use_id=f"toolu_{number}",
+                                  tool_input={"command": "make"}, response={"stdout": f"step {number} ok"},
+                                  error=None, agent_id=None, now=2.0 + number, raw_output_id=f"raw-toolu_{number}")
+
+    first = queries.search_context(store, "heron cache", workspace_id=owner.workspace_id, limit=50)[0]
+    assert len(first) == context_index.RAW_BATCH  # one recall tokenizes one batch, not the store's backlog
+
+    queries.catch_up_fts(store)  # what the memory service's indexer runs as episodes arrive
+    assert len(queries.search_context(store, "heron cache", workspace_id=owner.workspace_id, limit=50)[0]) == 20
+
+
 def test_a_100_mb_output_comes_back_byte_exact(store: sqlite3.Connection) -> None:
     blob = os.urandom(1024 * 1024) * 100
     stored = raw.store_raw_output(store, "raw-big", command="yes | head", stdout=blob, exit_status=0)

@@ -8,6 +8,11 @@ them with each call (one service answers sessions started with different setting
 `CODEOID_VECTOR=off` (the ranking recall gives when the vector index is down), `fused` the shipped defaults.
 Each person is one workspace (its own git project), so each gets its own `codeoid-mcp` started in that project.
 
+`--set coding` and `--set lines` are coding histories (`coding/`, `lines/`) filled the same way, the `lines` set's
+successful Bash outputs passed through `codeoid-compress` as the rewrite would. With `--field shown` a hit counts
+only when the numbered lines it shows (of its episode, or of the raw output behind it) hold the question's
+`evidence`: what the model reads, not which episode was listed, and never the header's command.
+
 Evidence R@k: a question whose answer is one turn (or any of a few interchangeable ones) scores 1 when one of
 them is in the top k; a multi-hop question scores the share of its evidence turns in the top k (LoCoMo's
 evidence recall). MRR: 1 / the rank of the first evidence turn, over the top 10. 95% intervals: 1,000 bootstrap
@@ -51,11 +56,13 @@ import evaluate  # noqa: E402
 PEOPLE = HERE / "people"
 CODING = HERE / "coding"
 WEEK = HERE / "week"
+LINES = HERE / "lines"
 DEPTH = 10
 _EPISODE = re.compile(r"^=== episode (\d+)", re.MULTILINE)
-SETS = {"people": PEOPLE, "coding": CODING, "week": WEEK, "tasks": HERE}
+_SHOWN_LINE = re.compile(r"^\d+[:-] (.*)$", re.MULTILINE)
+SETS = {"people": PEOPLE, "coding": CODING, "week": WEEK, "tasks": HERE, "lines": LINES}
 #: The project folder each single-project set's `codeoid-mcp` runs in.
-PROJECTS = {"coding": "sqlparse", "week": "marshmallow", "tasks": "tasks"}
+PROJECTS = {"coding": "sqlparse", "week": "marshmallow", "tasks": "tasks", "lines": "flask"}
 
 
 def _questions(name: str) -> list[dict[str, Any]]:
@@ -73,7 +80,7 @@ def _project(home: Path, group: int, name: str) -> Path:
 
 def prepare(args: argparse.Namespace) -> None:
     """Fill a fresh data dir through the capture API (each turn at its real time) and index it."""
-    if args.set == "coding":
+    if args.set in ("coding", "lines"):
         prepare_coding(args)
         return
     if args.set == "week":
@@ -111,16 +118,18 @@ def prepare(args: argparse.Namespace) -> None:
 
 
 def prepare_coding(args: argparse.Namespace) -> None:
-    """The coding history (`coding/make_corpus.py`): each session opened by the capture API at its time (days
-    before today's UTC midnight, so "yesterday" means yesterday), every prompt, answer and tool call as the hooks
-    store them (a failing Bash run as Claude Code reports it: the error text with its exit code)."""
+    """A coding history (`coding/make_corpus.py`, `lines/make_corpus.py`): each session opened by the capture API
+    at its time (days before today's UTC midnight, so "yesterday" means yesterday), every prompt, answer and tool
+    call as the hooks store them (a failing Bash run as Claude Code reports it: the error text with its exit code).
+    In the `lines` set a successful Bash output goes through the installed `codeoid-compress` as the Bash rewrite
+    would send it: the model's view is what the rules keep, and the raw output is archived."""
     from test_mcp_server import Memory, git_project
 
     from codeoid.memory import chroma_server
 
     evaluate.fresh_environment(args.home / "data")
-    episodes = evaluate.load_corpus(CODING / "corpus.jsonl.gz")
-    project = git_project(args.home / "sqlparse")
+    episodes = evaluate.load_corpus(SETS[args.set] / "corpus.jsonl.gz")
+    project = git_project(_project(args.home, 0, args.set))
     midnight = time.time() // 86400 * 86400
     memory = Memory(args.home / "data", project)
     try:
@@ -137,6 +146,8 @@ def prepare_coding(args: argparse.Namespace) -> None:
                 ids[episode["key"]] = memory.user(owner, episode["text"])
             elif episode["kind"] == "assistant":
                 ids[episode["key"]] = memory.assistant(owner, episode["text"])
+            elif args.set == "lines" and episode["tool"] == "Bash" and episode.get("response"):
+                ids[episode["key"]] = _compressed_bash(memory, owner, project, episode)
             else:
                 ids[episode["key"]] = memory.tool(owner, episode["tool"], episode["input"], episode.get("response"),
                                                   error=episode.get("error"))
@@ -216,6 +227,20 @@ def prepare_week(args: argparse.Namespace) -> None:
     finally:
         db.close()
         chroma_server.stop_server()
+def _compressed_bash(memory: Any, owner: Any, project: Path, episode: dict[str, Any]) -> int:
+    """A successful Bash call as the rewrite leaves it: its stdout through `codeoid-compress` (the rule for the
+    command, the raw bytes archived under the call's id), the compressed text as the tool's result."""
+    import subprocess
+
+    tool_use_id = "toolu_" + episode["key"].replace(".", "_")
+    command = episode["input"]["command"]
+    shown = subprocess.run([str(Path(sys.executable).parent / "codeoid-compress"), "--command", command,
+                            "--tool-use-id", tool_use_id, "--project-dir", str(project)],
+                           input=episode["response"]["stdout"].encode(), capture_output=True, check=True, cwd=project,
+                           env={**os.environ, "CODEOID_HOME": str(memory.home)}).stdout.decode()
+    archived = memory.db.execute("SELECT id FROM raw_outputs WHERE id = ?", (f"raw-{tool_use_id}",)).fetchone()
+    return memory.tool(owner, "Bash", episode["input"], {**episode["response"], "stdout": shown.rstrip("\n")},
+                       raw_output_id=archived[0] if archived else None)
 
 
 def _blocks(text: str) -> list[tuple[int, str]]:
@@ -225,11 +250,18 @@ def _blocks(text: str) -> list[tuple[int, str]]:
             for n, (at, episode_id) in enumerate(starts)]
 
 
+def shown_text(block: str) -> str:
+    """The lines a hit shows, numbered grep style (`82:` or `81-`, of the episode or of its raw output), without
+    its header: the command or path there names what ran, not what it printed."""
+    return "\n".join(found[1] for found in _SHOWN_LINE.finditer(block))
+
+
 def _shows(block: str, evidence: str | list[str] | None) -> bool:
     if not evidence:
         return True
     wanted = [evidence] if isinstance(evidence, str) else evidence
-    return any(item.lower() in block.lower() for item in wanted)
+    shown = shown_text(block).lower()
+    return any(item.lower() in shown for item in wanted)
 
 
 def ask(args: argparse.Namespace) -> None:
@@ -325,6 +357,8 @@ def report(args: argparse.Namespace) -> None:
     out: dict[str, Any] = {}
     for half in ("tune", "heldout"):
         members = [q for q in questions if q["split"] == half]
+        if not members:
+            continue
         print(f"\n{half}: {len(members)} questions")
         print("| ranking | R@1 | R@5 | R@10 | MRR | recall p50 / p95 ms |")
         print("| --- | ---: | ---: | ---: | ---: | ---: |")
@@ -377,14 +411,14 @@ def main() -> None:
     ask_cmd.add_argument("--split", choices=("tune", "heldout"))
     ask_cmd.add_argument("--set", choices=sorted(SETS), default="people")
     ask_cmd.add_argument("--field", choices=("top", "shown"), default="top",
-                         help="shown: a hit counts only when its text holds the question's evidence")
+                         help="shown: a hit counts only when the lines it shows hold the question's evidence")
     ask_cmd.add_argument("configs", nargs="+", help="name:VAR=value,VAR=value (name: alone is the defaults)")
     report_cmd = commands.add_parser("report", help="tables with intervals, both halves")
     report_cmd.add_argument("runs", type=Path)
     report_cmd.add_argument("--json", type=Path)
     report_cmd.add_argument("--set", choices=sorted(SETS), default="people")
     report_cmd.add_argument("--field", choices=("top", "shown"), default="top",
-                            help="shown: a hit counts only when its text holds the question's evidence")
+                            help="shown: a hit counts only when the lines it shows hold the question's evidence")
     report_cmd.add_argument("--pair", dest="pairs", nargs=2, action="append", default=[["fused", "bm25"]],
                             metavar=("BETTER", "WORSE"))
     args = parser.parse_args()

@@ -225,7 +225,7 @@ def search(query: str, limit: int, as_json: bool, all_workspaces: bool) -> None:
     BM25 and the vector index fused, ranked as the MCP server's recall ranks them; archived episodes included.
     `codeoid show ID --lines A-B` pages the rest of a hit.
     """
-    from codeoid.memory import hits  # the search stack loads only for a search
+    from codeoid.memory import hits, line_choice  # the search stack loads only for a search
     from codeoid.service import client  # ranked by the memory service, whose model is warm; started if need be
 
     if not query.strip():
@@ -234,6 +234,8 @@ def search(query: str, limit: int, as_json: bool, all_workspaces: bool) -> None:
         found = client.recall_ranked(db, query, workspace_id=workspace_scope(db, all_workspaces), limit=limit)
         raw_outputs = {row["raw_output_id"]: facts for row in found.rows if row["raw_output_id"]
                        for facts in [hits.raw_facts(db, row["raw_output_id"])] if facts is not None}
+        terms = line_choice.question_terms(db, query)
+        choices = [line_choice.choose(db, terms, row) for row in found.rows]
         roots = dict(db.execute("SELECT id, root FROM workspaces").fetchall()) if all_workspaces else {}
     if found.fallback:
         click.echo(f"BM25 only: {found.fallback}.", err=True)
@@ -245,7 +247,7 @@ def search(query: str, limit: int, as_json: bool, all_workspaces: bool) -> None:
         return
     head = f"{len(found.rows)} hit{'s' if len(found.rows) != 1 else ''}, best first ({found.signals})."
     places = {row["id"]: roots.get(row["workspace_id"], "?") for row in found.rows} if roots else None
-    click.echo(hits.render_hits(head, found.rows, query=query, budget=None, raw_outputs=raw_outputs, places=places,
+    click.echo(hits.render_hits(head, found.rows, choices=choices, budget=None, raw_outputs=raw_outputs, places=places,
                                 page_call=lambda item, lines: f"codeoid show {item} --lines {lines}"))
 
 

@@ -2,7 +2,8 @@
 
 - search: `retrieval` (recall's candidates and answers), `ranking` (fusing BM25, vectors, recency and paths),
   `chunking` (episode text into vector-sized chunks), `privacy` (what never reaches an index);
-- the answer: `matched_lines` (which lines of a hit matched) and `hits` (recall's compact hits within a budget);
+- the answer: `line_choice` (which lines of a hit answer, of its text and its raw output) and `hits` (recall's
+  compact hits within a budget);
 - the vector index: `vector_index` (one Chroma collection per store), `chroma_rest` (Chroma's REST API over
   plain HTTP, without the chromadb client) on `chroma_http` (one request, with its token, over TCP or a unix
   socket), `chroma_server` (the shared local server this package starts and stops), `chroma_serve` (that server:

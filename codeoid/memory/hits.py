@@ -1,11 +1,14 @@
-"""Recall's answer: a short ranked list of hits, each naming its episode and showing only the lines that matched.
+"""Recall's answer: a short ranked list of hits, each naming its episode and showing only the lines that answer.
 
 A hit is a header (episode id, kind, time, session and turn, tool and command or path, size and token estimate, a
-raw output behind a compressed one) and a few numbered lines, grep style (`82:` a line that matched, `81-` context
-around it, `--` a gap), verbatim up to `LINE_CHARS` each. The reader pages the rest by line number: the hit says
-which call returns exactly the lines shown. The whole answer fits a byte budget (recall's default is about 1.8k
-tokens): hits share what their headers leave, and hits whose headers alone would not fit are named at the end.
-The MCP server's `recall` and `codeoid search` both render through here, each with its own way to page.
+raw output behind a compressed one) and a few numbered lines, grep style (`82:` a line chosen as an answer, `81-`
+context around it, `--` a gap), verbatim up to `LINE_CHARS` each (a longer line shows the part that holds the
+question's words). Which lines, best first, is `codeoid.memory.line_choice`'s answer: lines of the episode's text,
+and lines of the raw output behind a compressed one, under a line that names that raw output. The reader pages the
+rest by line number: the hit says which call returns exactly the lines shown. The whole answer fits a byte budget
+(recall's default is about 1.8k tokens): hits share what their headers leave, the better ranked a larger share, and
+hits whose headers alone would not fit are named at the end. The MCP server's `recall` and `codeoid search` both
+render through here, each with its own way to page.
 """
 
 from __future__ import annotations
@@ -16,21 +19,24 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from codeoid.memory.matched_lines import MatchedLines, matched_lines
+from codeoid.memory.line_choice import LineChoice, Pick
 from codeoid.pages import byte_size, estimate_tokens, format_line_range, share_budget, split_lines
 from codeoid.store import raw
 from codeoid.text import agent_label, one_line
 
-# Room for the line that says which lines matched and how to page them.
+# Room for the line that says which lines are shown and how to page them.
 SAY_BYTES = 160
 # The least a shown hit's lines take: its best line's number and head.
 MIN_LINE_BYTES = 64
-# A shown line longer than this shows its head and how many bytes follow; the page call returns it whole.
+# A shown line longer than this shows its head (or the part that holds the question's words) and how many bytes are
+# left out; the page call returns it whole. A line at most `CLIP_SLACK` bytes longer is shown whole: the marker would
+# take about as much.
 LINE_CHARS = 240
-# Lines holding query words a hit shows at most (best first), each with its context.
-MOST_MATCHED = 5
-# Context lines shown on each side of a line that holds query words.
+CLIP_SLACK = 24
+# Context lines shown on each side of a chosen line.
 CONTEXT = 1
+# The share of the budget a hit's lines get falls with its rank: the k-th hit's weight is 1 / (1 + k * RANK_SHARE).
+RANK_SHARE = 0.5
 # A line cut to fit a small budget still shows at least this many bytes of its head.
 MIN_HEAD_BYTES = 40
 COMMAND_CHARS = 240
@@ -69,41 +75,45 @@ def raw_facts(db: sqlite3.Connection, raw_id: str) -> RawFacts | None:
     return RawFacts(raw_id, found.stdout_size, newlines + (1 if last and not last.endswith(b"\n") else 0))
 
 
-def render_hits(head: str, rows: Sequence[Row], *, query: str, budget: int | None, page_call: PageCall,
-                raw_outputs: Mapping[str, RawFacts] | None = None, notes: Mapping[int, str] | None = None,
-                places: Mapping[int, str] | None = None, more_hint: str = "") -> str:
+def render_hits(head: str, rows: Sequence[Row], *, choices: Sequence[LineChoice], budget: int | None,
+                page_call: PageCall, raw_outputs: Mapping[str, RawFacts] | None = None,
+                notes: Mapping[int, str] | None = None, places: Mapping[int, str] | None = None,
+                more_hint: str = "") -> str:
     """`head`, then one block per hit, best first, within `budget` bytes (None: each hit at its natural size).
-    `notes` are lineage notes by episode id (in a fork); `places` the workspace of each, when hits span several.
+    `choices` are the lines each hit shows (`line_choice.choose`); `notes` are lineage notes by episode id (in a
+    fork); `places` the workspace of each, when hits span several.
 
     As many hits are shown as fit with at least their best line each; the rest are named at the end."""
     raw_outputs = raw_outputs or {}
     notes = notes or {}
     places = places or {}
-    matches = [matched_lines(str(row["text"]), query, chunk=_chunk(row), most=MOST_MATCHED) for row in rows]
     headers = [_header(row, found, raw_outputs, notes.get(int(str(row["id"]))), places.get(int(str(row["id"]))),
-                       page_call) for row, found in zip(rows, matches, strict=True)]
+                       page_call) for row, found in zip(rows, choices, strict=True)]
     if budget is None:
-        return _render(head, rows, matches, headers, None, page_call, more_hint)
+        return _render(head, rows, choices, headers, None, page_call, more_hint)
     shown = len(rows)
     while shown > 1 and (byte_size(head) + byte_size(_left_out_note(rows[shown:], more_hint))
                          + sum(byte_size(header) + SAY_BYTES + MIN_LINE_BYTES for header in headers[:shown])) > budget:
         shown -= 1
     while True:  # the estimate above is close; a hit whose say-line ran long can still tip the total over
-        text = _render(head, rows[:shown], matches, headers, budget, page_call, more_hint, left_out=rows[shown:])
+        text = _render(head, rows[:shown], choices, headers, budget, page_call, more_hint, left_out=rows[shown:])
         if byte_size(text) <= budget or shown == 1:
             return text
         shown -= 1
 
 
-def _render(head: str, rows: Sequence[Row], matches: list[MatchedLines], headers: list[str], budget: int | None,
+def _render(head: str, rows: Sequence[Row], choices: Sequence[LineChoice], headers: list[str], budget: int | None,
             page_call: PageCall, more_hint: str, left_out: Sequence[Row] = ()) -> str:
     note = _left_out_note(left_out, more_hint)
     fixed = byte_size(head) + sum(byte_size(header) + 3 for header in headers[:len(rows)]) + byte_size(note) + 2
-    wanted = [_natural_size(str(row["text"]), found) for row, found in zip(rows, matches, strict=False)]
-    allowances = share_budget(wanted, max(budget - fixed, 0)) if budget is not None else wanted
+    sources = [_Sources(row, found) for row, found in zip(rows, choices, strict=False)]
+    wanted = [SAY_BYTES * len(source.sections) + _cost(source, _with_context(source, set(source.picks)))
+              for source in sources]
+    weights = [1 / (1 + rank * RANK_SHARE) for rank in range(len(rows))]
+    allowances = share_budget(wanted, max(budget - fixed, 0), weights) if budget is not None else wanted
     blocks = [head]
-    for row, found, header, allowance in zip(rows, matches, headers, allowances, strict=False):
-        blocks.append(header + "\n" + _lines_block(row, found, allowance, page_call))
+    for source, header, allowance in zip(sources, headers, allowances, strict=False):
+        blocks.append(header + "\n" + _lines_block(source, allowance, page_call))
     if note:
         blocks.append(note)
     return "\n\n".join(blocks)
@@ -113,14 +123,7 @@ def kind_of(row: Row) -> str:
     return f"tool {row['tool_name']}" if row["kind"] == "tool" else str(row["kind"])
 
 
-def _chunk(row: Row) -> tuple[int, int] | None:
-    found = row.get("matched_lines")
-    if isinstance(found, tuple | list) and len(found) == 2:
-        return int(found[0]), int(found[1])
-    return None
-
-
-def _header(row: Row, found: MatchedLines, raw_outputs: Mapping[str, RawFacts], note: str | None,
+def _header(row: Row, found: LineChoice, raw_outputs: Mapping[str, RawFacts], note: str | None,
             place: str | None, page_call: PageCall) -> str:
     text = str(row["text"])
     fields = [f"=== episode {row['id']}", kind_of(row), _time(float(str(row["created_at"])))]
@@ -182,42 +185,89 @@ def _raw_line(raw_id: str, facts: RawFacts | None, page_call: PageCall) -> str:
             f"bytes; page it with {page_call(raw_id, format_line_range(1, max(1, min(facts.lines, 200))))}")
 
 
-def _natural_size(text: str, found: MatchedLines) -> int:
-    """The bytes a hit's lines take when nothing is cut: what it asks of the shared budget."""
-    lines = split_lines(text)
-    shown = _with_context(found, set(found.numbers))
-    return SAY_BYTES + _cost(lines, shown)
+Key = tuple[str, int]  # a line a hit may show: its source ("text", "raw") and its number there
 
 
-def _with_context(found: MatchedLines, chosen: set[int]) -> list[int]:
-    if found.how != "words":
-        return sorted(chosen)
-    around = {number + offset for number in chosen for offset in range(-CONTEXT, CONTEXT + 1)}
-    return sorted(number for number in around if 1 <= number <= found.total)
+class _Sources:
+    """A hit's lines: the episode's text and the raw output's lines the choice carries, the picks best first."""
+
+    def __init__(self, row: Row, found: LineChoice) -> None:
+        self.item = str(row["id"])
+        self.found = found
+        self.text = split_lines(str(row["text"]))
+        self.picks: list[Key] = [(pick.source, pick.number) for pick in found.picks]
+        self.by_key: dict[Key, Pick] = {(pick.source, pick.number): pick for pick in found.picks}
+        self.sections = list(dict.fromkeys(source for source, _ in self.picks))
+
+    def line(self, key: Key) -> str | None:
+        source, number = key
+        if source == "text":
+            return self.text[number - 1] if 1 <= number <= len(self.text) else None
+        return self.found.raw_lines.get(number)
 
 
-def _lines_block(row: Row, found: MatchedLines, allowance: int, page_call: PageCall) -> str:
-    """The say-line (which lines, why, how to page them) and the numbered lines, within `allowance` bytes: the best
-    lines first, each with its context while it fits, then in line order."""
-    lines = split_lines(str(row["text"]))
-    if not lines:
+def _with_context(source: _Sources, chosen: set[Key]) -> list[Key]:
+    """The chosen lines and `CONTEXT` lines either side of each (those that exist; past a blank line, which says
+    nothing, to the line beyond it), in reading order."""
+    if source.found.how == "start":
+        return _ordered(source, chosen)
+    around = set(chosen)
+    for where, number in chosen:
+        for step in (-1, 1):
+            for offset in range(1, 2 * CONTEXT + 1):
+                line = source.line((where, number + step * offset))
+                if line is None:
+                    break
+                around.add((where, number + step * offset))
+                if line.strip() and offset >= CONTEXT:
+                    break
+    return _ordered(source, around)
+
+
+def _next(source: _Sources, key: Key) -> list[Key]:
+    """The line after `key`, where there is one: a sentence or a call often goes on there (a commit body wrapped at
+    72 characters, a traceback's frame and its code), and it is the context worth most when only one fits."""
+    following = (key[0], key[1] + 1)
+    return [following] if source.found.how != "start" and source.line(following) is not None else []
+
+
+def _ordered(source: _Sources, keys: set[Key]) -> list[Key]:
+    return sorted(keys, key=lambda key: (source.sections.index(key[0]) if key[0] in source.sections else 0, key[1]))
+
+
+def _lines_block(source: _Sources, allowance: int, page_call: PageCall) -> str:
+    """For each source of the hit's lines (its text, its raw output) that has room, the say-line (which lines, why,
+    how to page them) and the numbered lines, within `allowance` bytes: the best lines first, each with its context
+    while it fits, then alone."""
+    if not source.text and not source.picks:
         return "(empty text)"
     room = allowance - SAY_BYTES
-    chosen: list[int] = []
-    shown: list[int] = []
-    for number in found.numbers:
-        for trial in (_with_context(found, {*chosen, number}), sorted({*shown, number})):
-            if not chosen or _cost(lines, trial) <= room:
-                chosen.append(number)
+    chosen: list[Key] = []
+    shown: list[Key] = []
+    for key in source.picks:
+        for trial in (_with_context(source, {*chosen, key}), _ordered(source, {*shown, key, *_next(source, key)}),
+                      _ordered(source, {*shown, key})):
+            if not chosen or _cost(source, trial) <= room:
+                chosen.append(key)
                 shown = trial
                 break
-    if _cost(lines, shown) > room and len(shown) > 1:  # even the best line's context does not fit
+    if _cost(source, shown) > room and len(shown) > 1:  # even the best line's context does not fit
         shown = [chosen[0]]
-    widths = share_budget([min(byte_size(lines[number - 1]), LINE_CHARS) for number in shown],
-                          max(room - sum(len(str(number)) + 3 for number in shown), MIN_HEAD_BYTES * len(shown)))
-    best = _group_of(shown, chosen[0])
-    say = _say(found, sorted(chosen), page_call(str(row["id"]), format_line_range(best[0], best[-1])))
-    return say + "\n" + _numbered(lines, shown, set(chosen) if found.how == "words" else set(shown), widths)
+    chosen = [key for key in chosen if key in shown]
+    sections = [where for where in source.sections if any(key[0] == where for key in shown)]
+    overhead = sum(len(str(number)) + 3 for _, number in shown) + SAY_BYTES * (len(sections) - 1)
+    widths = share_budget([_shown_size(source.line(key) or "") for key in shown],
+                          max(room - overhead, MIN_HEAD_BYTES * len(shown)))
+    width_of = dict(zip(shown, widths, strict=True))
+    parts = []
+    for where in sections:
+        keys = [key for key in shown if key[0] == where]
+        picked = [key for key in chosen if key[0] == where]
+        best = _group_of([number for _, number in keys], picked[0][1])
+        item = source.item if where == "text" else str(source.found.raw_id)
+        say = _say(source, where, picked, page_call(item, format_line_range(best[0], best[-1])))
+        parts.append(say + "\n" + _numbered(source, keys, set(picked), width_of))
+    return "\n".join(parts)
 
 
 def _group_of(shown: list[int], number: int) -> list[int]:
@@ -231,39 +281,68 @@ def _group_of(shown: list[int], number: int) -> list[int]:
     return shown[first:last + 1]
 
 
-def _say(found: MatchedLines, chosen: list[int], best: str) -> str:
-    if found.how == "words":
-        unsearched = f"; lines past {found.searched:,} were not searched" if found.searched < found.total else ""
-        which = f"line {chosen[0]} holds" if len(chosen) == 1 else f"lines {_ranges(chosen)} hold"
-        return f"{which} query words (context around them below; best: {best}{unsearched}):"
-    if found.how == "meaning":
-        return f"no line holds a query word; found by meaning in lines {_ranges(chosen)} (best: {best}):"
-    return f"no line holds a query word (the match is in its input, or by meaning); its first lines ({best}):"
+def _say(source: _Sources, where: str, picked: list[Key], best: str) -> str:
+    """Which lines of this source are shown as answers, why, and the call that pages the best of them."""
+    found = source.found
+    numbers = sorted(number for _, number in picked)
+    why = {source.by_key[key].why for key in picked if key in source.by_key}
+    if found.how == "start":
+        return f"no line holds a query word (the match is in its input, or by meaning); its first lines ({best}):"
+    if why == {"words"}:
+        which = f"line {numbers[0]} holds" if len(numbers) == 1 else f"lines {_ranges(numbers)} hold"
+        said = f"{which} query words"
+    elif why == {"meaning"}:
+        said = f"no line holds a query word; found by meaning in lines {_ranges(numbers)}"
+    else:
+        reasons = [reason for key, reason in (("words", "query words"), ("meaning", "meaning"),
+                                              ("shape", "an error or count line")) if key in why]
+        said = f"{'line' if len(numbers) == 1 else 'lines'} {_ranges(numbers)} match by {' and '.join(reasons)}"
+    if where == "raw":
+        unsearched = "" if found.raw_complete else f"; its lines past {found.raw_searched:,} were not searched"
+        return f"raw output {found.raw_id}, lines compression cut: {said} (best: {best}{unsearched}):"
+    unsearched = f"; lines past {found.searched:,} were not searched" if found.searched < found.total else ""
+    return f"{said} (best: {best}{unsearched}):"
 
 
-def _numbered(lines: list[str], shown: list[int], matched: set[int], widths: list[int]) -> str:
+def _numbered(source: _Sources, keys: list[Key], picked: set[Key], width_of: Mapping[Key, int]) -> str:
     out: list[str] = []
     previous = None
-    for number, width in zip(shown, widths, strict=True):
+    for key in keys:
+        number = key[1]
         if previous is not None and number != previous + 1:
             out.append("--")
-        mark = ":" if number in matched else "-"
-        out.append(f"{number}{mark} {_clip(lines[number - 1], max(width, MIN_HEAD_BYTES))}")
+        mark = ":" if key in picked else "-"
+        pick = source.by_key.get(key)
+        shown = _clip(source.line(key) or "", max(width_of[key], MIN_HEAD_BYTES), pick.focus if pick else 0)
+        out.append(f"{number}{mark} {shown}")
         previous = number
     return "\n".join(out)
 
 
-def _cost(lines: list[str], shown: list[int]) -> int:
-    """Bytes the numbered lines take (a `--` gap line included), each cut at `LINE_CHARS`."""
-    return sum(min(byte_size(lines[number - 1]), LINE_CHARS) + len(str(number)) + 6 for number in shown)
+def _cost(source: _Sources, shown: list[Key]) -> int:
+    """Bytes the numbered lines take (a `--` gap line included), each cut at `LINE_CHARS`, and the say-line of each
+    source past the first."""
+    lines = sum(_shown_size(source.line(key) or "") + len(str(key[1])) + 6 for key in shown)
+    return lines + SAY_BYTES * (len({key[0] for key in shown}) - 1)
 
 
-def _clip(line: str, width: int) -> str:
-    """The line verbatim, or, when it is longer than `width` bytes, its head and how many bytes are left out."""
+def _shown_size(line: str) -> int:
+    """What a line takes shown with no other limit: all of it, or `LINE_CHARS` of it."""
+    size = byte_size(line)
+    return size if size <= LINE_CHARS + CLIP_SLACK else LINE_CHARS
+
+
+def _clip(line: str, width: int, focus: int = 0) -> str:
+    """The line verbatim, or, when it is longer than `width` bytes, the part from character `focus` on (its head
+    when 0) and how many bytes are left out on each side: `[+120 bytes] …middle… [+80 bytes]`."""
     if byte_size(line) <= width:
         return line
-    head = line.encode("utf-8", "surrogatepass")[:max(width - 16, MIN_HEAD_BYTES)].decode("utf-8", "ignore")
-    return f"{head}… [+{byte_size(line) - byte_size(head):,} bytes]"
+    lead = f"[+{byte_size(line[:focus]):,} bytes] …" if focus > 0 else ""
+    rest = line[focus:] if focus > 0 else line
+    part = rest.encode("utf-8", "surrogatepass")[:max(width - 16 - len(lead), MIN_HEAD_BYTES)].decode(
+        "utf-8", "ignore")
+    left = byte_size(rest) - byte_size(part)
+    return f"{lead}{part}… [+{left:,} bytes]" if left else f"{lead}{part}"
 
 
 def _ranges(numbers: Sequence[int]) -> str:

@@ -7,7 +7,8 @@ Wake-up is a poll of SQLite's `PRAGMA data_version` every `poll_seconds` (1 s): 
 connection commits, costs microseconds, and needs neither a watchdog thread nor trust in WAL-file mtimes
 (a checkpoint rewrites the WAL without a new episode). Work goes in batches claimed in a write transaction
 (`codeoid.store.vector_progress`), so a kill -9 loses nothing and two indexers never embed the same episode.
-Embedding uses one onnxruntime thread, so the indexer costs at most one core.
+Embedding uses one onnxruntime thread, so the indexer costs at most one core. On each wake-up it also brings the
+keyword indexes up to date (`queries.catch_up_fts`), which recall would otherwise do on its own time.
 
 What enters the index: live and archived episodes, redacted (`codeoid.memory.privacy`); not codeoid's own tool calls
 or rotation seeds (copies of stored episodes), not episodes touching an excluded path, not retracted ones (and
@@ -30,7 +31,7 @@ from codeoid.memory import chunking, corpus_stats, privacy
 from codeoid.memory.embedding import Embedder, default_embedder
 from codeoid.memory.vector_index import Chunk, VectorIndex, VectorIndexUnavailable, workspace_index_id
 from codeoid.store import db as store_db
-from codeoid.store import identity, vector_progress
+from codeoid.store import identity, queries, vector_progress
 from codeoid.store.queries import Row
 
 SKIPPED_ORIGINS = ("codeoid", "seed")  # as retrieval.NOT_RECALLED_ORIGINS: copies of episodes already stored
@@ -125,6 +126,8 @@ class Indexer:
                 # A change by another connection, or every 30 polls anyway (a dead indexer's claim expiring).
                 if version != last_version or idle_polls >= 30:
                     idle_polls = 0
+                    # The keyword indexes too, so a recall does not tokenize a new megabyte of raw output itself.
+                    queries.catch_up_fts(self.db)
                     self.catch_up(stop=stop)
                     last_version = version
             except VectorIndexUnavailable as error:

@@ -117,6 +117,9 @@ def recall_ranked(db: sqlite3.Connection, query: str, *, workspace_id: int | Non
         chunk = best_chunk.get(episode_id)
         if chunk is not None:
             row["matched_lines"] = (chunk.start_line, chunk.end_line)
+            # Every chunk of it among the nearest, for the lines its hit shows (`codeoid.memory.line_choice`).
+            row["chunks"] = [(hit.start_line, hit.end_line, 1.0 - hit.distance) for hit in hits
+                             if hit.episode_id == episode_id]
         rows.append(row)
     return Recalled(rows, "BM25 + semantic", shared=shared)
 

@@ -11,10 +11,16 @@ starts with its role and date, so "what did I ask on the 12th" has words to matc
 its text is cut at `NEIGHBOUR_CHARS` (a tool's output at `NEIGHBOUR_TOOL_CHARS`, which costs almost nothing in
 recall and keeps a 1 MB log out of thirty rows). Measured on LoCoMo (issue 13): BM25 R@10 0.62 -> 0.73.
 
+A compressed Bash output's words are in its raw output, not its text: a commit body `git log` lost, the lines a
+test run's rule folded. `raw_context` (migration m016) holds, per episode with a raw output, the lines of its first
+`raw.SEARCHED_BYTES` that the text does not hold, and a search adds its BM25 score there, weighted `RAW_WEIGHT`, to
+the episode's own. A table of its own, not a column of `episodes_context`: a row there is rebuilt whenever a
+neighbour arrives, and a megabyte of raw words would be tokenized again each time.
+
 Rows are built after the fact, like `episodes_fts`: hooks never pay for them. `catch_up` indexes new episodes in
 id order (and rebuilds the rows of the three before each in its session, which gained a neighbour) and rebuilds
-the rows that `context_dirty` names (an episode retracted, restored or appended to, and its neighbours): a
-retracted episode's words leave its neighbours' rows too, before the next search reads them.
+the rows that `context_dirty` names (an episode retracted, restored or appended to, and its neighbours, or whose
+raw output expired): a retracted episode's words leave its neighbours' rows too, before the next search reads them.
 """
 
 from __future__ import annotations
@@ -24,8 +30,16 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
+from codeoid.store import raw
+
 REACH = 3  # neighbours on each side
 WEIGHTS = (4.0, 1.0, 0.5, 0.25)  # bm25() column weights: self, near, mid, far (see `search`)
+# What a match in an episode's raw output adds to its score, as a share of its BM25 score there.
+RAW_WEIGHT = 2.0
+# Raw outputs indexed per write transaction (each up to `raw.SEARCHED_BYTES` of words).
+RAW_BATCH = 8
+# A raw output with more than one byte that is not UTF-8 in this many characters is binary, and not indexed.
+BINARY_ESCAPES = 100
 NEIGHBOUR_CHARS = 1000
 NEIGHBOUR_TOOL_CHARS = 150
 # BM25 scores at most about this many rows of a match, and every row of its rarer phrases while they fit in this
@@ -38,30 +52,47 @@ NOT_NEIGHBOURS = ("codeoid", "seed")
 _COLUMNS = "id, session_id, kind, state, tool_name, origin, created_at"
 
 
-def catch_up(db: sqlite3.Connection, *, batch: int = 500) -> int:
-    """Bring `episodes_context` up to date in small write transactions; return how many rows were (re)built.
-    A busy store leaves it behind until the next call."""
+def catch_up(db: sqlite3.Connection, *, batch: int = 500, raw_rounds: int | None = None) -> int:
+    """Bring `episodes_context` up to date in small write transactions, and `raw_context` by at most `raw_rounds`
+    transactions of `RAW_BATCH` raw outputs (None: all the way); return how many rows were (re)built. A busy store
+    leaves them behind until the next call."""
     from codeoid.store.db import StoreUnavailable, write_transaction
 
     if not _behind(db):
         return 0  # checked without the write lock hooks need
     built = 0
     try:
-        while True:
+        while raw_rounds is None or raw_rounds > 0:
             with write_transaction(db):
                 dirty = [int(row[0]) for row in db.execute(
                     "SELECT episode_id FROM context_dirty ORDER BY episode_id LIMIT ?", (batch,))]
                 if dirty:
                     db.executemany("DELETE FROM context_dirty WHERE episode_id = ?", [(i,) for i in dirty])
                     built += _rebuild(db, _with_neighbours(db, dirty, before=REACH, after=REACH))
+                    _rebuild_raw(db, dirty)
                     continue
                 upto = int(db.execute("SELECT indexed_upto FROM context_progress").fetchone()[0])
                 fresh = [int(row[0]) for row in db.execute(
                     "SELECT id FROM episodes WHERE id > ? ORDER BY id LIMIT ?", (upto, batch))]
-                if not fresh:
+                if fresh:
+                    built += _rebuild(db, _with_neighbours(db, fresh, before=REACH, after=0))
+                    db.execute("UPDATE context_progress SET indexed_upto = ?", (fresh[-1],))
+                    continue
+                raw_upto = int(db.execute("SELECT indexed_upto FROM raw_context_progress").fetchone()[0])
+                # The raw words go in fewer at a time: each is up to a megabyte to tokenize.
+                pending = db.execute(
+                    "SELECT max(id), group_concat(CASE WHEN raw_output_id IS NOT NULL THEN id END) FROM"
+                    " (SELECT id, raw_output_id FROM episodes WHERE id > ? AND id <= ? ORDER BY id LIMIT ?)",
+                    (raw_upto, upto, batch)).fetchone()
+                if pending[0] is None:
                     return built
-                built += _rebuild(db, _with_neighbours(db, fresh, before=REACH, after=0))
-                db.execute("UPDATE context_progress SET indexed_upto = ?", (fresh[-1],))
+                with_raw = sorted(int(found) for found in str(pending[1]).split(",")) if pending[1] else []
+                last = with_raw[RAW_BATCH - 1] if len(with_raw) > RAW_BATCH else int(pending[0])
+                _rebuild_raw(db, [episode_id for episode_id in with_raw if episode_id <= last])
+                db.execute("UPDATE raw_context_progress SET indexed_upto = ?", (last,))
+                if raw_rounds is not None and with_raw:
+                    raw_rounds -= 1
+        return built
     except StoreUnavailable:
         return built
 
@@ -72,11 +103,13 @@ def rebuild_around(db: sqlite3.Connection, ids: list[int]) -> None:
     if ids:
         db.executemany("DELETE FROM context_dirty WHERE episode_id = ?", [(i,) for i in ids])
         _rebuild(db, _with_neighbours(db, ids, before=REACH, after=REACH))
+        _rebuild_raw(db, ids)
 
 
 def _behind(db: sqlite3.Connection) -> bool:
+    # The raw index follows the neighbour index: behind it, or with it, whenever either is.
     row = db.execute("SELECT (SELECT coalesce(max(id), 0) FROM episodes) > indexed_upto"
-                     " OR EXISTS (SELECT 1 FROM context_dirty) FROM context_progress").fetchone()
+                     " OR EXISTS (SELECT 1 FROM context_dirty) FROM raw_context_progress").fetchone()
     return bool(row[0])
 
 
@@ -123,6 +156,31 @@ def _rebuild(db: sqlite3.Connection, ids: Iterable[int]) -> int:
     return len(rows)
 
 
+def _rebuild_raw(db: sqlite3.Connection, ids: Iterable[int]) -> None:
+    """Replace the `raw_context` rows of `ids` (inside the caller's transaction): the words of each one's raw output
+    that its text does not hold; none for a retracted or forgotten episode, or one whose raw output is gone."""
+    ordered = sorted(ids)
+    db.executemany("DELETE FROM raw_context WHERE rowid = ?", [(i,) for i in ordered])
+    for episode_id in ordered:
+        words = raw_words(db, episode_id)
+        if words:
+            db.execute("INSERT INTO raw_context(rowid, raw) VALUES (?, ?)", (episode_id, words))
+
+
+def raw_words(db: sqlite3.Connection, episode_id: int) -> str | None:
+    """The lines of an episode's raw output (its first `raw.SEARCHED_BYTES`) that its own text does not hold: what
+    compression cut. None when it has none to add (no raw output, no rule cut it, retracted, its bytes gone)."""
+    episode = db.execute("SELECT state, raw_output_id, text FROM episodes WHERE id = ?", (episode_id,)).fetchone()
+    if episode is None or episode[0] == "retracted" or not episode[1]:
+        return None
+    found = raw.read_text_head(db, str(episode[1]), raw.SEARCHED_BYTES)
+    if found is None or found[0].count("\\x") * BINARY_ESCAPES > len(found[0]):
+        return None  # gone, or binary: its `\xNN` escapes are no words anyone asks for
+    kept = set(str(episode[2]).split("\n"))
+    cut = [line for line in found[0].split("\n") if line not in kept]
+    return "\n".join(cut) if any(line.strip() for line in cut) else None
+
+
 def _row(db: sqlite3.Connection, episode_id: int) -> tuple[str, str, str, str] | None:
     episode = db.execute(f"SELECT {_COLUMNS}, input, text FROM episodes WHERE id = ?", (episode_id,)).fetchone()
     if episode is None or episode[3] == "retracted":
@@ -159,7 +217,8 @@ def search(db: sqlite3.Connection, match: str, *, filters: list[str], params: li
     """The best `limit` episodes for an FTS5 `match` over their context rows, with their BM25 scores (higher is
     better), and the sum and sum of squares of the scores of every match: what standardising them over the whole
     corpus needs (`codeoid.memory.ranking`). `filters` are WHERE terms on alias `e` (the episodes table);
-    `weights` are the columns' (self, near, mid, far), chosen on the tuning halves of benchmarks/retrieval.
+    `weights` are the columns' (self, near, mid, far), chosen on the tuning halves of benchmarks/retrieval; a
+    match in an episode's raw output adds `RAW_WEIGHT` times its BM25 score there.
 
     BM25 costs about 1.3 us a row it scores, and a question of common words reaches most of a large store: "why
     does the dispatcher run into a timeout" is 16k rows of 100k episodes, 26 ms. So a match is scored on at most
@@ -174,10 +233,17 @@ def search(db: sqlite3.Connection, match: str, *, filters: list[str], params: li
     # that holds just the columns they read (migration m012). Left to itself SQLite's planner may walk the
     # workspace's episodes instead and run the match once per episode: 87 s a query at 100k episodes. The sums
     # are plain aggregates over the kept hits: a window over them made SQLite sort every hit.
+    context = (f"SELECT rowid AS id, -bm25(episodes_context, {columns}) AS score, {plan.whole} AS whole"
+               f" FROM episodes_context WHERE episodes_context MATCH ? AND ({plan.whole} OR rowid >= ?)")
+    arguments: tuple[object, ...] = (*plan.params, match, *plan.params, plan.floor)
+    if db.execute("SELECT 1 FROM raw_context WHERE raw_context MATCH ? LIMIT 1", (match,)).fetchone():
+        # An episode's raw words add to its score; one matched in its raw output alone is a hit too.
+        context = (f"SELECT id, total(score) AS score, max(whole) AS whole FROM ({context} UNION ALL"
+                   f" SELECT rowid, -bm25(raw_context) * {float(RAW_WEIGHT)}, 1 FROM raw_context"
+                   " WHERE raw_context MATCH ?) GROUP BY id")
+        arguments = (*arguments, match)
     rows = db.execute(
-        f"""WITH hits AS MATERIALIZED (
-                SELECT rowid AS id, -bm25(episodes_context, {columns}) AS score, {plan.whole} AS whole
-                FROM episodes_context WHERE episodes_context MATCH ? AND ({plan.whole} OR rowid >= ?)),
+        f"""WITH hits AS MATERIALIZED ({context}),
             kept AS MATERIALIZED (
                 SELECT hits.id AS id, hits.score AS score, hits.whole AS whole
                 FROM hits JOIN episodes e INDEXED BY episodes_recall_filter ON e.id = hits.id
@@ -188,7 +254,7 @@ def search(db: sqlite3.Connection, match: str, *, filters: list[str], params: li
                    (SELECT total(score * score) FROM kept WHERE NOT whole),
                    (SELECT count(*) FROM hits WHERE NOT whole)
             FROM kept ORDER BY score DESC LIMIT ?""",
-        (*plan.params, match, *plan.params, plan.floor, *params, limit),
+        (*arguments, *params, limit),
     ).fetchall()
     if not rows:
         return [], (0.0, 0.0)

@@ -488,6 +488,26 @@ def m015_turn_and_time_indexes(db: sqlite3.Connection) -> None:
     """)
 
 
+@migration
+def m016_raw_output_words(db: sqlite3.Connection) -> None:
+    """The words compression cut from a Bash output, searchable (`codeoid.store.context_index`): `raw_context` holds
+    one row per episode with a raw output, rowid = episode id, of the raw lines its text does not hold (within the
+    first `raw.SEARCHED_BYTES`). `raw_context_progress` is how far episodes are in it: 0 here, so the raw outputs
+    already stored are indexed by the next catch-ups, a few at a time, never in this transaction (it may be a
+    hook's)."""
+    run_script(
+        db,
+        """
+        CREATE VIRTUAL TABLE IF NOT EXISTS raw_context USING fts5(raw, tokenize='porter unicode61');
+        CREATE TABLE IF NOT EXISTS raw_context_progress (
+            id INTEGER PRIMARY KEY CHECK (id = 1),
+            indexed_upto INTEGER NOT NULL
+        );
+        INSERT OR IGNORE INTO raw_context_progress VALUES (1, 0);
+        """,
+    )
+
+
 def migrate(db: sqlite3.Connection, upto: str | None = None) -> list[str]:
     """Apply every migration not yet recorded (stopping after `upto` if given); return the names applied."""
     if _is_current(db, upto):

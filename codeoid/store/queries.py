@@ -25,6 +25,8 @@ have having he her here hers him his how i if in into is it its itself just let 
 off on once only or other our ours out over own same she should so some such than that the their theirs them then
 there these they this those through to too under until up us very was we were what when where which while who
 whom why will with would you your yours show find see saw seen got get tell""".split())  # noqa: SIM905
+# Transactions of raw outputs a search indexes before it answers (`catch_up_fts`).
+SEARCH_RAW_ROUNDS = 1
 # A query word in more episodes than both of these is left out of BM25 search (see `selective_words`).
 COMMON_TERM_DOCS = 5000
 COMMON_TERM_SHARE = 0.1
@@ -237,16 +239,18 @@ def _ensure_vocabulary(db: sqlite3.Connection) -> None:
         db.execute(statement)
 
 
-def catch_up_fts(db: sqlite3.Connection, *, batch: int = 200) -> int:
+def catch_up_fts(db: sqlite3.Connection, *, batch: int = 200, raw_rounds: int | None = None) -> int:
     """Index the episodes stored since the last catch-up (hooks leave FTS off their hot path); return how many.
-    The neighbour index (`codeoid.store.context_index`) is brought up to date first.
+    The neighbour index (`codeoid.store.context_index`) is brought up to date first, and its raw outputs' words
+    by at most `raw_rounds` transactions (a search does one: after an upgrade, a store's megabytes of raw output
+    are the memory service's indexer's to tokenize, not one recall's).
 
     Runs in small write transactions so a concurrent hook never waits long; if the store is busy the index
     simply stays behind until the next call.
     """
     from codeoid.store.db import StoreUnavailable, write_transaction
 
-    context_index.catch_up(db)
+    context_index.catch_up(db, raw_rounds=raw_rounds)
     indexed = 0
     behind = db.execute("SELECT (SELECT coalesce(max(id), 0) FROM episodes) > indexed_upto FROM fts_progress")
     if not behind.fetchone()[0]:
@@ -280,7 +284,7 @@ def search_bm25(db: sqlite3.Connection, query: str, *, workspace_id: int | None 
     `skip_live_of` names a backing session whose live episodes are left out (they are still in that
     window); `exclude_origins` leaves out episodes by origin (codeoid's own tool calls are copies).
     """
-    catch_up_fts(db)
+    catch_up_fts(db, raw_rounds=SEARCH_RAW_ROUNDS)
     match = any_term_query(query, db)
     if match is None:
         return []
@@ -316,7 +320,7 @@ def search_context(db: sqlite3.Connection, query: str, *, workspace_id: int | No
                    ) -> tuple[list[Row], LexicalStats]:
     """Episodes ranked by BM25 over their text with their session neighbours' (`codeoid.store.context_index`),
     under the same rules as `search_bm25`, each row with its `score`; and the corpus-wide sums of the scores."""
-    catch_up_fts(db)
+    catch_up_fts(db, raw_rounds=SEARCH_RAW_ROUNDS)
     match, phrase_rows = lexical_query(query, db)
     filters, params = _recall_filters(SEARCHABLE_STATES, workspace_id, skip_live_of, exclude_origins)
     corpus = _corpus_size(db, workspace_id)

@@ -18,6 +18,10 @@ from dataclasses import dataclass
 from codeoid.store.db import write_transaction
 
 CHUNK_BYTES = 1 << 20
+# How much of a raw output's head is searched: its words in BM25 (`codeoid.store.context_index`) and its lines when a
+# recall hit chooses what to show (`codeoid.memory.line_choice`). A 100 MB log costs the index and recall this much;
+# its later lines are paged with get_episode.
+SEARCHED_BYTES = 1 << 20
 
 
 def raw_output_id_for(tool_use_id: str | None) -> str:
@@ -157,6 +161,32 @@ def iter_raw_stdout(db: sqlite3.Connection, raw_id: str) -> Iterator[bytes]:
 
 def read_raw_stdout(db: sqlite3.Connection, raw_id: str) -> bytes:
     return b"".join(iter_raw_stdout(db, raw_id))
+
+
+def read_text_head(db: sqlite3.Connection, raw_id: str, limit: int) -> tuple[str, bool] | None:
+    """The whole lines of a raw output's stdout within its first `limit` bytes, as text the way `get_episode` shows
+    it (bytes that are not UTF-8 as `\\xNN`), and whether that is all of it; None when it or its bytes are gone."""
+    found = get_raw_output(db, raw_id)
+    return text_head(db, found, limit) if found is not None else None
+
+
+def text_head(db: sqlite3.Connection, found: RawOutput, limit: int) -> tuple[str, bool] | None:
+    """`read_text_head` of a raw output already looked up."""
+    if found.expired_at is not None:
+        return None
+    data = bytearray()
+    for chunk in iter_raw_stdout(db, found.id):
+        data += chunk
+        if len(data) > limit:
+            del data[data.rfind(b"\n", 0, limit + 1) + 1:]
+            return _as_shown(bytes(data)), False
+    return _as_shown(bytes(data)), True
+
+
+def _as_shown(data: bytes) -> str:
+    """Decoded whole, bytes that are not UTF-8 as the `\\xNN` get_episode shows line by line: a newline byte is
+    never inside a UTF-8 sequence, so each line comes out as it does alone."""
+    return data.decode("utf-8", "backslashreplace")
 
 
 ZSTD_LEVEL = 3  # zstd's own default: fast enough to stay off the command's way

@@ -228,6 +228,8 @@ def _expire_raw(db: sqlite3.Connection, raw_id: str, now: float) -> int:
                              (now, raw_id)).rowcount
         db.execute(f"UPDATE episodes SET summary = summary || ' {RAW_EXPIRED}' WHERE raw_output_id = ?"
                    f" AND summary NOT LIKE '%{RAW_EXPIRED}'", (raw_id,))
+        # Its words leave the raw index at the next catch-up (`codeoid.store.context_index`).
+        db.execute("INSERT OR IGNORE INTO context_dirty SELECT id FROM episodes WHERE raw_output_id = ?", (raw_id,))
     return int(changed)
 
 
@@ -296,6 +298,7 @@ def forget(db: sqlite3.Connection, episode_ids: list[int], *, vacuum: bool = Fal
             # FTS5 deletes add tombstones to new segments; merging them all drops the old terms for good.
             db.execute("INSERT INTO episodes_fts(episodes_fts) VALUES ('optimize')")
             db.execute("INSERT INTO episodes_context(episodes_context) VALUES ('optimize')")
+            db.execute("INSERT INTO raw_context(raw_context) VALUES ('optimize')")
     # Asked for, a vacuum runs even when nothing was left to forget: `forget --vacuum` after a `forget` is how the
     # free pages the first one left are given back.
     vacuumed = _vacuum(db, notes) if vacuum else False

@@ -1,0 +1,324 @@
+"""Which lines of a recalled episode a hit shows: the lines that answer the question, not the first that share a
+word with it.
+
+A line scores by the query words it holds, each weighed by how rare it is in the whole store (its inverse
+document frequency over the episodes' FTS index, not over the episode's own lines: "test" in a test report is
+common in the store too, "timezone" is not), by meaning (the lines of the chunks the vector index ranked near
+the question, `Recalled` rows' `chunks`), and by the shape of a tool's output where the question asks for it: a
+run's count line (`3 failed, 40 passed`) for "how many", an error line (`KeyError: 'user_id'`, `E  assert ...`,
+`FAILED ...`) for what broke. Words match as the FTS index matches them (porter stems over unicode61 tokens).
+
+A compressed Bash output has its raw output behind it (`codeoid.store.raw`): the lines compression cut, a commit
+body `git log` lost, the middle of a long file, are scored with the episode's own and may be shown from there,
+numbered as `get_episode("raw-...", lines=...)` pages them. Only the first `raw.SEARCHED_BYTES` (a megabyte) of a
+text or a raw output are searched, as much as BM25 indexes of a raw output, so a 100 MB log costs recall what 1 MB
+does; the hit says when lines were not searched.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import sqlite3
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from codeoid.pages import split_lines
+from codeoid.store import raw
+from codeoid.store.queries import STOP_WORDS
+
+# The episodes index's tokenizer (migration m001's episodes_fts): a line matches the way its episode did.
+TOKENIZER = "porter unicode61"
+# Lines a hit may show as its best, at most (each with its context).
+MOST = 5
+# A long line is shown from the part that holds most of the question's weight, about this many characters of it.
+FOCUS_CHARS = 200
+# Weights of the signals besides the words (a line holding every query word scores 1 by its words).
+MEANING = 0.35  # lines of a chunk the vector index found near the question (see `_chunk_bonus`)
+NEAR = 0.2  # a chunk's cosine with the question from which its meaning counts, rising to all of it at NEAREST
+NEAREST = 0.5
+COUNT_LINE = 0.4  # a run's summary of counts
+ERROR_LINE = 0.3  # an error line
+ASKED = 2.0  # how much more a shape counts when the question asks for it ("how many", "what broke")
+
+_WORD = re.compile(r"\w+")
+_TOKEN = re.compile(r"[^\W_]+")
+# A run's summary: pytest, unittest, jest/vitest, cargo, go test, type checkers and linters, git's diffstat.
+_COUNT = re.compile(r"\b\d+ (?:passed|failed|skipped|xfailed|xpassed|deselected)\b|^Ran \d+ tests? in |"
+                    r"^(?:OK|FAILED) \(|^Found \d+ errors?\b|\btest result: |\b\d+ files? changed\b|^Tests?:\s+\d+|"
+                    r"^FAIL\t", re.MULTILINE)
+# An error line: an exception and its message, pytest's `E` lines and summary, a tool's `error:` or `fatal:`.
+_ERROR = re.compile(r"^[ \t]*(?:[\w.]*(?:Error|Exception|Interrupt)\b:|E {2,}\S|FAILED |FAIL:|ERROR\b|"
+                    r"(?:\w+: )?(?:error|fatal|panic)(?:\[\w+\])?:|Error:)", re.MULTILINE)
+_ASKS_COUNT = re.compile(r"\bhow (?:many|much|often)\b|\bcount\b|\bnumber of\b|\btotal\b", re.IGNORECASE)
+_ASKS_FAILURE = re.compile(r"\b(?:fail\w*|broke\w*|break\w*|crash\w*|errors?|wrong|exception|traceback|blew|blow\w*|"
+                           r"complain\w*|refus\w*|why (?:did|does|do|was|were|is)(?:n't| not)|(?:could|would|did|"
+                           r"does)n't|missing)\b", re.IGNORECASE)
+
+_local = threading.local()
+# Stems of the words seen, by word; cleared when it would hold more than `STEMS_KEPT`.
+STEMS_KEPT = 100_000
+_stemmed: dict[str, tuple[str, ...]] = {}
+
+
+@dataclass(frozen=True)
+class Terms:
+    """A question's words as the index stems them, each with its weight in the store (inverse document frequency),
+    and which shapes of output it asks for."""
+
+    weights: Mapping[str, float]
+    asks_count: bool = False
+    asks_failure: bool = False
+
+    @property
+    def total(self) -> float:
+        return sum(self.weights.values())
+
+
+@dataclass(frozen=True)
+class Pick:
+    """One line a hit shows as an answer, best first: its number in its source and where in it to look."""
+
+    number: int
+    source: str  # "text": the episode's text; "raw": the raw output behind it
+    why: str  # "words": it holds query words; "meaning"; "shape" (a count or error line); "start" (nothing matched)
+    focus: int = 0  # a long line is shown from about this character on
+
+
+@dataclass(frozen=True)
+class LineChoice:
+    """The lines a hit shows, best first, and what it needs to show them."""
+
+    picks: tuple[Pick, ...]
+    how: str  # why the best line was chosen (`Pick.why`)
+    total: int  # lines in the episode's text
+    searched: int  # of them, searched (the rest lie past `raw.SEARCHED_BYTES`)
+    raw_id: str | None = None  # the raw output some picks come from
+    raw_lines: Mapping[int, str] = field(default_factory=dict)  # its picked lines and their context, as paged
+    raw_searched: int = 0  # raw lines searched
+    raw_complete: bool = True  # the whole raw output was searched
+
+
+def question_terms(db: sqlite3.Connection, query: str) -> Terms:
+    """`query`'s content words (stop words left out, unless nothing else is left), stemmed, with their weights."""
+    words = list(dict.fromkeys(word.lower() for word in _WORD.findall(query)))
+    content = [word for word in words if word not in STOP_WORDS] or words
+    stems = {stem for found in _stems(content).values() for stem in found}
+    return Terms(_idf(db, stems), bool(_ASKS_COUNT.search(query)), bool(_ASKS_FAILURE.search(query)))
+
+
+def choose(db: sqlite3.Connection, terms: Terms, row: Mapping[str, object], *, context: int = 1,
+           most: int = MOST) -> LineChoice:
+    """The lines of `row` (a recalled episode, with the vector index's `chunks` if it found any) that answer best,
+    from its text and from the raw output behind it; with the raw lines to show (and `context` around each, twice
+    that where a blank line is in the way)."""
+    text = str(row.get("text") or "")
+    lines = split_lines(text)
+    searched_text = text[:raw.SEARCHED_BYTES]
+    searched = min(len(lines), len(split_lines(searched_text)))
+    meaning = _chunk_bonus(row.get("chunks"), len(lines))
+    scored = _score(terms, searched_text, lines, "text", meaning, shapes=row.get("kind") == "tool")
+    raw_id = row.get("raw_output_id")
+    behind = _raw_text(db, raw_id, len(text.encode("utf-8", "surrogatepass"))) \
+        if isinstance(raw_id, str) and raw_id else None
+    raw_all: list[str] = []
+    if behind is not None:
+        raw_all = split_lines(behind[0])
+        kept = set(lines)  # a line compression kept is shown from the text
+        scored += [candidate for candidate in _score(terms, behind[0], raw_all, "raw", {}, shapes=True)
+                   if raw_all[candidate[1].number - 1] not in kept]
+    scored.sort(key=lambda item: (-item[0], item[1].source != "text", item[1].number))
+    picks = tuple(pick for _, pick in scored[:most])
+    if not picks:
+        return LineChoice(tuple(Pick(number, "text", "start") for number in range(1, min(len(lines), most) + 1)),
+                          "start", len(lines), searched)
+    wanted = {pick.number + offset for pick in picks if pick.source == "raw"
+              for offset in range(-2 * context, 2 * context + 1)}  # the context, past a blank line
+    raw_lines = {number: raw_all[number - 1] for number in sorted(wanted) if 1 <= number <= len(raw_all)}
+    return LineChoice(picks, picks[0].why, len(lines), searched, str(raw_id) if raw_lines else None, raw_lines,
+                      len(raw_all), behind[1] if behind is not None else True)
+
+
+def _score(terms: Terms, text: str, lines: Sequence[str], source: str, meaning: Mapping[int, float], *,
+           shapes: bool) -> list[tuple[float, Pick]]:
+    """Every line of `text` (split as `lines`) with something for it, scored: its words' share of the question's
+    weight, its meaning bonus, its shape's."""
+    matches = _matches(terms, text)
+    clues = _clues(text) if shapes else []
+    numbers = _line_numbers(text, sorted({at for at, _ in matches} | set(clues)))
+    held: dict[int, dict[str, float]] = {}  # line -> stem -> weight
+    spots: dict[int, list[tuple[int, float]]] = {}  # line -> (character in the line, weight) of each matching word
+    for at, stem in matches:
+        number = numbers[at]
+        held.setdefault(number, {})[stem] = terms.weights[stem]
+        spots.setdefault(number, []).append((at - text.rfind("\n", 0, at) - 1, terms.weights[stem]))
+    shaped = {numbers[at] for at in clues}
+    total = terms.total or 1.0
+    scored: list[tuple[float, Pick]] = []
+    for number in set(held) | set(meaning) | shaped:
+        if not 1 <= number <= len(lines):
+            continue
+        line = lines[number - 1]
+        by_meaning = MEANING * meaning.get(number, 0.0)
+        by_shape = _shape_bonus(terms, line) if number in shaped else 0.0
+        score = sum(held.get(number, {}).values()) / total + by_meaning + by_shape
+        why = "words" if number in held else ("meaning" if by_meaning >= by_shape else "shape")
+        if score > 0:
+            scored.append((score, Pick(number, source, why, _focus(line, spots.get(number, [])))))
+    return scored
+
+
+def _line_numbers(text: str, positions: Sequence[int]) -> dict[int, int]:
+    """The line (1-based) of each of the sorted character `positions` of `text`, counting newlines once."""
+    numbers, line, previous = {}, 1, 0
+    for at in positions:
+        line += text.count("\n", previous, at)
+        numbers[at] = line
+        previous = at
+    return numbers
+
+
+def _matches(terms: Terms, text: str) -> list[tuple[int, str]]:
+    """(character, stem) of every word of `text` whose stem is a query stem. Candidates are words that begin with a
+    prefix every word of the stem shares (found with `str.find` on the lowered text, far faster than a regular
+    expression tried at every character), then stemmed by the index's own tokenizer."""
+    if not terms.weights or not text:
+        return []
+    lowered = text.lower()
+    if len(lowered) != len(text):  # a character whose lower case is longer: offsets would shift
+        lowered = "".join(char if len(char.lower()) != 1 else char.lower() for char in text)
+    found: list[tuple[int, str]] = []
+    for prefix in {_prefix(stem) for stem in terms.weights}:
+        at = lowered.find(prefix)
+        while at >= 0:
+            if at == 0 or not lowered[at - 1].isalnum():
+                word = _TOKEN.match(lowered, at)
+                if word is not None:
+                    found.append((at, word.group(0)))
+            at = lowered.find(prefix, at + len(prefix))
+    stems = _stems(sorted({word for _, word in found}))
+    return [(at, next(stem for stem in stems[word] if stem in terms.weights)) for at, word in found
+            if any(stem in terms.weights for stem in stems.get(word, ()))]
+
+
+def _prefix(stem: str) -> str:
+    """What every word with this porter stem starts with: the stem, less a final `i` (happy -> happi) or `e`."""
+    return stem[:-1] if len(stem) > 3 and stem[-1] in "ie" else stem
+
+
+# Literal pieces of every count or error line (`_COUNT`, `_ERROR`), found with `str.find`; each line holding one is
+# then matched in full.
+_SHAPE_CLUES = (" passed", " failed", " skipped", " xfailed", " xpassed", " deselected", " changed", "Ran ", "OK (",
+                "Found ", "test result", "Test", "FAIL", "Error", "Exception", "Interrupt", "E  ", "ERROR", "error",
+                "fatal", "panic")
+
+
+def _clues(text: str) -> list[int]:
+    """The start of each line of `text` that is a count summary or an error line."""
+    found: set[int] = set()
+    for clue in _SHAPE_CLUES:
+        at = text.find(clue)
+        while at >= 0:
+            start = text.rfind("\n", 0, at) + 1
+            end = text.find("\n", at)
+            end = len(text) if end < 0 else end
+            if start not in found and (_COUNT.search(text, start, end) or _ERROR.match(text, start, end)):
+                found.add(start)
+            at = text.find(clue, end)
+    return sorted(found)
+
+
+def _shape_bonus(terms: Terms, line: str) -> float:
+    """A count line counts more when the question asks how many, an error line when it asks what broke (and not
+    how many: "how many tests failed" wants the count, not each failure)."""
+    bonus = 0.0
+    if _COUNT.search(line):
+        bonus += COUNT_LINE * (ASKED if terms.asks_count else 1.0)
+    if _ERROR.match(line):
+        bonus += ERROR_LINE * (ASKED if terms.asks_failure and not terms.asks_count else 1.0)
+    return bonus
+
+
+def _focus(line: str, spots: Sequence[tuple[int, float]]) -> int:
+    """Where to start showing a line too long to show whole: the window of `FOCUS_CHARS` holding the most weight."""
+    if len(line) <= FOCUS_CHARS or not spots:
+        return 0
+    ordered = sorted(spots)
+    best, best_at = -1.0, 0
+    for first, (at, _) in enumerate(ordered):
+        weight = sum(weight for other, weight in ordered[first:] if other < at + FOCUS_CHARS)
+        if weight > best:
+            best, best_at = weight, at
+    start = max(0, min(best_at - FOCUS_CHARS // 4, len(line) - FOCUS_CHARS))
+    space = line.find(" ", start, start + 24)  # begin at a word where one is near
+    return space + 1 if start and space >= 0 else start
+
+
+def _chunk_bonus(chunks: object, lines: int) -> dict[int, float]:
+    """Each line's meaning bonus from the chunks the vector index found of this episode (`[start, end, cosine]`
+    each), 0 to 1 as the cosine rises from `NEAR` to `NEAREST`: the nearest chunk of an episode found by its words
+    may still be far from the question, and then says nothing about which of its lines answer."""
+    if not isinstance(chunks, list | tuple):
+        return {}
+    bonus: dict[int, float] = {}
+    for chunk in chunks:
+        if not isinstance(chunk, list | tuple) or len(chunk) != 3:
+            continue
+        near = min(1.0, max(0.0, (float(chunk[2]) - NEAR) / (NEAREST - NEAR)))
+        for number in range(int(chunk[0]), min(int(chunk[1]), lines) + 1):
+            bonus[number] = max(bonus.get(number, 0.0), near)
+    return bonus
+
+
+def _raw_text(db: sqlite3.Connection, raw_id: str, text_size: int) -> tuple[str, bool] | None:
+    """The searched head of a raw output as `get_episode` shows it and whether it is all of it; None when its bytes
+    are gone, or when no rule cut it (the episode's text is the whole output)."""
+    found = raw.get_raw_output(db, raw_id)
+    if found is None or found.stdout_size == text_size:
+        return None
+    return raw.text_head(db, found, raw.SEARCHED_BYTES)
+
+
+def _idf(db: sqlite3.Connection, stems: set[str]) -> dict[str, float]:
+    """Each stem's inverse document frequency over the episodes' FTS index: log(N / episodes holding it)."""
+    if not stems:
+        return {}
+    db.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.codeoid_episode_terms USING fts5vocab(main, episodes_fts, row)")
+    total = int(db.execute("SELECT coalesce(max(id), 0) FROM episodes").fetchone()[0])
+    weights = {}
+    for stem in stems:
+        row = db.execute("SELECT doc FROM temp.codeoid_episode_terms WHERE term = ?", (stem,)).fetchone()
+        held = int(row[0]) if row else 0
+        weights[stem] = math.log((total + 1) / (min(held, total) + 0.5))
+    return weights
+
+
+def _stems(words: Sequence[str]) -> dict[str, tuple[str, ...]]:
+    """Each word's stems as the index's tokenizer makes them (`snake_case` is two), from a private in-memory FTS5
+    table, so stemming never touches the store or takes any of its locks. Remembered: the words of one store's
+    outputs recur from recall to recall."""
+    missing = [word for word in words if word not in _stemmed]
+    if missing:
+        if len(_stemmed) + len(missing) > STEMS_KEPT:
+            _stemmed.clear()
+        scratch = _scratch()
+        scratch.execute("BEGIN")
+        scratch.execute("DELETE FROM words")
+        scratch.executemany("INSERT INTO words (rowid, word) VALUES (?, ?)", enumerate(missing, 1))
+        found: dict[int, list[str]] = {}
+        for number, stem in scratch.execute("SELECT doc, term FROM word_stems ORDER BY doc, offset"):
+            found.setdefault(int(number), []).append(str(stem))
+        scratch.execute("COMMIT")
+        _stemmed.update({word: tuple(found.get(number, ())) for number, word in enumerate(missing, 1)})
+    return {word: stems for word in words if (stems := _stemmed.get(word)) is not None}  # another thread may clear
+
+
+def _scratch() -> sqlite3.Connection:
+    db: sqlite3.Connection | None = getattr(_local, "db", None)
+    if db is None:
+        db = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=True)
+        db.execute(f"CREATE VIRTUAL TABLE words USING fts5(word, tokenize='{TOKENIZER}')")
+        db.execute("CREATE VIRTUAL TABLE word_stems USING fts5vocab(words, instance)")
+        _local.db = db
+    return db
