@@ -41,7 +41,7 @@ class TurnWeights:
     step: float = 0.2
     prompt: float = 1.0
     repeat: float = 0.15
-    explanation: float = 1.5
+    explanation: float = 0.5
 
 
 @dataclass(frozen=True)
@@ -96,10 +96,13 @@ def rerank(scored: list[tuple[int, float]], turns: Mapping[tuple[str, int], list
     for members in turns.values():
         own = {m.id: scores[m.id] if m.id in scores else score_of(m.id) for m in members}
         best = max(own.values())
+        # An answer is lent only what the turn's prompt and answers scored: a tool result that matched best is
+        # itself the evidence, and the explanation lifted above it would hide it.
+        said = max((own[m.id] for m in members if m.kind != "tool"), default=best)
         fits = {m.id: _fit(asked, m) for m in members}
         fitting = sorted((m for m in members if fits[m.id]), key=lambda m: (-fits[m.id], -own[m.id]))
         for place, member in enumerate(fitting):
-            target = best - weights.step * place
+            target = (best if member.kind == "tool" else said) - weights.step * place
             score = own[member.id] + weights.lend * max(0.0, target - own[member.id])
             if asked.explanation and member.kind == "assistant":
                 score += weights.explanation
