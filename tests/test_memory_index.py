@@ -354,14 +354,15 @@ def test_a_question_naming_an_action_finds_that_call_not_the_reads_of_its_file(m
     Indexer(memory.db).catch_up()
     workspace_id = queries.workspace_id_for(memory.db, str(memory.project))
 
-    def ranked(question: str, role: str = "1.5") -> list[int]:
+    def ranked(question: str, role: str = "1.5", turn: str = "1") -> list[int]:
         monkeypatch.setenv("CODEOID_RECALL_ROLE", role)
+        monkeypatch.setenv("CODEOID_RECALL_TURN_LEND", turn)
         return [row["id"] for row in retrieval.recall_ranked(memory.db, question, workspace_id=workspace_id,
                                                              limit=8).rows]
 
     # Every read holds the file's every word, and wins on words alone; the action a question names tells which
     # call it means.
-    assert ranked("the traceback when retrying a 404", role="0")[0] in reads
+    assert ranked("the traceback when retrying a 404", role="0", turn="0")[0] in reads
     assert ranked("the traceback when retrying a 404")[0] == run
     assert ranked("the failing test output for the retry on 404")[0] == run
     assert ranked("the edit that stopped the retry on 404 responses")[0] == edit
