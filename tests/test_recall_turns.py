@@ -13,7 +13,7 @@ import pytest
 from test_mcp_server import Memory
 from test_memory_index import memory  # noqa: F401  (the fixture: a data dir whose Chroma server is stopped after)
 
-from codeoid.memory import retrieval
+from codeoid.memory import ranking, retrieval
 from codeoid.memory.indexer import Indexer
 from codeoid.store import queries
 
@@ -70,19 +70,25 @@ def week_of_work(memory: Memory) -> dict[str, int]:  # noqa: F811
     return ids
 
 
+def ranked(memory: Memory, question: str, *, limit: int = 5,  # noqa: F811
+           weights: ranking.RecallWeights | None = None) -> list[int]:
+    workspace_id = queries.workspace_id_for(memory.db, str(memory.project))
+    return [row["id"] for row in retrieval.recall_ranked(memory.db, question, workspace_id=workspace_id, limit=limit,
+                                                         weights=weights).rows]
+
+
 def test_a_turn_answers_with_the_episode_the_question_wants_not_the_prompt(memory: Memory) -> None:  # noqa: F811
     ids = week_of_work(memory)
-    workspace_id = queries.workspace_id_for(memory.db, str(memory.project))
 
     def top(question: str, limit: int = 3) -> list[int]:
-        return [row["id"] for row in retrieval.recall_ranked(memory.db, question, workspace_id=workspace_id,
-                                                             limit=limit).rows]
+        return ranked(memory, question, limit=limit)
 
     assert top("why did formatting the huge insert stop working?")[0] == ids["crash_explain"]
     assert top("what broke when we formatted the huge insert?")[0] == ids["crash_run"]
     assert top("did we commit the fix for the huge insert?")[0] == ids["crash_commit"]
-    # Without the turn, the prompt that restates the question comes first.
-    assert top("why did formatting the huge insert stop working?")[0] != ids["crash_prompt"]
+    # Without turns, the prompt that restates the question comes first.
+    alone = ranking.RecallWeights(turn_lend=0.0, turn_repeat=0.0)
+    assert ranked(memory, "why did formatting the huge insert stop working?", weights=alone)[0] == ids["crash_prompt"]
     # A conversation's turns are not a turn of work: its question and answer are ranked as before.
     chat = top("what did we say about renaming the default branch?", limit=2)
     assert set(chat) == {ids["chat_question"], ids["chat_answer"]}
@@ -90,11 +96,9 @@ def test_a_turn_answers_with_the_episode_the_question_wants_not_the_prompt(memor
 
 def test_a_question_about_when_finds_what_happened_then(memory: Memory) -> None:  # noqa: F811
     ids = week_of_work(memory)
-    workspace_id = queries.workspace_id_for(memory.db, str(memory.project))
 
     def top(question: str, limit: int = 5) -> list[int]:
-        return [row["id"] for row in retrieval.recall_ranked(memory.db, question, workspace_id=workspace_id,
-                                                             limit=limit).rows]
+        return ranked(memory, question, limit=limit)
 
     quotes = {ids[name] for name in ("quotes_prompt", "quotes_fail", "quotes_edit", "quotes_commit", "quotes_done")}
     assert top("what did we do yesterday afternoon?", limit=1)[0] in quotes

@@ -15,7 +15,7 @@ between them only crowded the evidence (conversational set, tuning half).
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from codeoid.memory import actions
@@ -93,6 +93,7 @@ def rerank(scored: list[tuple[int, float]], turns: Mapping[tuple[str, int], list
     steps back when the question wants something else, and each episode of a turn after the first steps back
     `repeat` further. `score_of` scores an episode that was not a candidate."""
     scores = dict(scored)
+    fit_of: dict[int, float] = {}  # at an equal score, what fits the question comes first (`_best_first`)
     for members in turns.values():
         own = {m.id: scores[m.id] if m.id in scores else score_of(m.id) for m in members}
         best = max(own.values())
@@ -100,17 +101,21 @@ def rerank(scored: list[tuple[int, float]], turns: Mapping[tuple[str, int], list
         # itself the evidence, and the explanation lifted above it would hide it.
         said = max((own[m.id] for m in members if m.kind != "tool"), default=best)
         fits = {m.id: _fit(asked, m) for m in members}
+        fit_of.update(fits)
         fitting = sorted((m for m in members if fits[m.id]), key=lambda m: (-fits[m.id], -own[m.id]))
         for place, member in enumerate(fitting):
             target = (best if member.kind == "tool" else said) - weights.step * place
-            score = own[member.id] + weights.lend * max(0.0, target - own[member.id])
+            # Lent whole, it is the target exactly: the episode that lent it and the one that fits must tie (and the
+            # one that fits come first), not fall either side of it by a rounding error.
+            score = max(own[member.id], target) if weights.lend >= 1.0 else \
+                own[member.id] + weights.lend * max(0.0, target - own[member.id])
             if asked.explanation and member.kind == "assistant":
                 score += weights.explanation
             scores[member.id] = score
         for member in members:
             if member.kind == "user" and not fits[member.id] and asked.anything:
                 scores[member.id] = own[member.id] - weights.prompt
-    ranked = sorted(scores.items(), key=lambda item: (-item[1], -item[0]))
+    ranked = _best_first(scores.items(), fit_of)
     if not weights.repeat:
         return ranked
     turn_of = {m.id: m.turn for members in turns.values() for m in members}
@@ -122,7 +127,12 @@ def rerank(scored: list[tuple[int, float]], turns: Mapping[tuple[str, int], list
             score -= weights.repeat * seen.get(turn, 0)
             seen[turn] = seen.get(turn, 0) + 1
         stepped.append((episode_id, score))
-    return sorted(stepped, key=lambda item: (-item[1], -item[0]))
+    return _best_first(stepped, fit_of)
+
+
+def _best_first(scores: Iterable[tuple[int, float]], fit_of: Mapping[int, float]) -> list[tuple[int, float]]:
+    """Best score first; at an equal score the episode that fits the question better, then the newer."""
+    return sorted(scores, key=lambda item: (-item[1], -fit_of.get(item[0], 0.0), -item[0]))
 
 
 def _fit(asked: actions.Asked, member: Member) -> float:
