@@ -5,8 +5,10 @@ together?") far better than what answered it: the explanation, the failing run, 
 turn that holds tool calls, the best-scoring episode lends its score to the episodes that fit what the question
 asks for (`codeoid.memory.actions`: "why" wants the explanation, "what broke" the failing run, "did we commit" the
 commit), and a prompt, which only restates the question, yields to them unless the question asks what was asked.
-Several pieces of one turn are not several answers: past its first, each further episode of a turn steps back a
-little, so other turns get a place in a short list.
+An answer is lent only what the turn's prompt and answers scored: a tool result that matched best is itself the
+evidence (a line of a log), and the explanation lifted above it would hide it. Several pieces of one turn are not
+several answers: past its first, each further episode of a turn steps back a little, so other turns get a place in
+a short list. The weights were chosen on the tuning halves of the coding sets (docs/retrieval.md).
 
 Turns without tool calls (a conversation) are left as they are: there every turn is itself an answer, and lending
 between them only crowded the evidence (conversational set, tuning half).
@@ -33,9 +35,9 @@ MEMBER_COLUMNS = ("e.id, e.kind, e.session_id, e.turn, e.created_at, e.paths, e.
 @dataclass(frozen=True)
 class TurnWeights:
     """`lend`: the share of the gap to the turn's best score an episode that fits the question closes (`step` less
-    for each that fits better or scores higher on its own). `prompt`:
-    what a work turn's prompt loses when the question wants something else. `repeat`: what each further episode of
-    one turn loses in the list. `explanation`: the bonus for a work turn's answer when the question asks why."""
+    for each that fits better or scores higher on its own). `prompt`: what a work turn's prompt loses when the
+    question wants something else. `repeat`: what each further episode of one turn loses in the list.
+    `explanation`: the bonus for a work turn's answer when the question asks why."""
 
     lend: float = 1.0
     step: float = 0.2
