@@ -63,6 +63,7 @@ _ORDER = re.compile(rf"\b(first|earliest|initial|last|latest|most recent|final|n
 _RELATIVE = re.compile(r"\b(right |just |shortly |soon |immediately |directly )?(before|after|since|following"
                        r"|prior to|ahead of|once|by the time)\b", re.IGNORECASE)
 _EVENT_REACH = 6
+_EVENT_CHARS = 160  # where those words are looked for
 # "before we reviewed the branch", "after I asked about the cache": something done, by its own words.
 _WE_DID = re.compile(r"\s*(?:we|i|you)\s+(?:had\s+|have\s+|finally\s+|first\s+)?((?:[\w'-]+ed|ran|wrote|did"
                      r"|made|took|found|saw|began|read|met)(?:\s+[\w'-]+){0,4})", re.IGNORECASE)
@@ -208,9 +209,10 @@ def _read_event(masked: str, where: list[tuple[str, int, int]]) -> Event | None:
     cut the first patch release"), else something we did ("before we reviewed the branch"); its span joins
     `where`."""
     for match in _RELATIVE.finditer(masked):
-        words = list(re.finditer(r"[\w'-]+", masked[match.end():]))[:_EVENT_REACH]
+        after = masked[match.end():match.end() + _EVENT_CHARS]  # bounded: a hostile question repeats "before"
+        words = list(re.finditer(r"[\w'-]+", after))[:_EVENT_REACH]
         named = next((w for w in words if w.group(0).lower() in _EVENT_WORDS), None)
-        done = _WE_DID.match(masked[match.end():]) if named is None else None
+        done = _WE_DID.match(after) if named is None else None
         if named is None and done is None:
             continue
         end = match.end() + (named.end() if named is not None else done.end() if done is not None else 0)
