@@ -200,8 +200,8 @@ def test_recall_returns_compact_hits_with_their_fields_and_the_lines_that_matche
     assert "\n1: why does the flux capacitor overheat?" in found.text
     assert "command: pytest tests/test_flux.py" in found.text
     header = next(line for line in found.text.splitlines() if line.startswith(f"=== episode {run} "))
-    assert "tool Bash" in header and "score " in header and "live" in header
-    assert f"session {owner.session_id[:8]} turn 1" in header and "2 lines, 91 bytes, ~31 tokens" in header
+    assert "tool Bash" in header and "score " in header and "live" not in header and "agent" not in header
+    assert f"session {owner.session_id[:8]} turn 1" in header and "2 lines, ~31 tokens" in header
     assert f'lines 1-2 match by query words and an error or count line (best: get_episode("{run}", lines="1-2"))' in (
         found.text)
 

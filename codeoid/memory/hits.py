@@ -88,8 +88,8 @@ def render_hits(head: str, rows: Sequence[Row], *, choices: Sequence[LineChoice]
     raw_outputs = raw_outputs or {}
     notes = notes or {}
     places = places or {}
-    headers = [_header(row, found, raw_outputs, notes.get(int(str(row["id"]))), places.get(int(str(row["id"]))),
-                       page_call) for row, found in zip(rows, choices, strict=True)]
+    headers = [_header(row, found, raw_outputs, notes.get(int(str(row["id"]))), places.get(int(str(row["id"]))))
+               for row, found in zip(rows, choices, strict=True)]
     if budget is None:
         return _render(head, rows, choices, headers, None, page_call, more_hint)
     shown = len(rows)
@@ -125,19 +125,23 @@ def kind_of(row: Row) -> str:
 
 
 def _header(row: Row, found: LineChoice, raw_outputs: Mapping[str, RawFacts], note: str | None,
-            place: str | None, page_call: PageCall) -> str:
+            place: str | None) -> str:
+    """What the hit is, in as few bytes as say it: the budget's bytes are worth more as lines that answer. The agent
+    is named when it is not Claude Code, the state when it is not live."""
     text = str(row["text"])
     fields = [f"=== episode {row['id']}", kind_of(row), _time(float(str(row["created_at"])))]
     session = f"session {str(row['session_id'])[:8]}"
     fields.append(session + (f" turn {row['turn']}" if row.get("turn") is not None else ""))
-    fields.append(f"agent {agent_label(row.get('agent'))}")
-    fields.append(str(row["state"]))
+    agent = agent_label(row.get("agent"))
+    if agent != "claude":
+        fields.append(f"agent {agent}")
+    if row["state"] != "live":
+        fields.append(str(row["state"]))
     if row.get("score") is not None:
         fields.append(f"score {float(str(row['score'])):.3g}")
     if row["kind"] == "tool" and row.get("is_error"):
         fields.append(f"exit {row['exit_status']} (error)" if row.get("exit_status") is not None else "error")
-    fields.append(f"{found.total:,} line{'s' if found.total != 1 else ''}, {byte_size(text):,} bytes, "
-                  f"~{estimate_tokens(text):,} tokens")
+    fields.append(f"{found.total:,} line{'s' if found.total != 1 else ''}, ~{estimate_tokens(text):,} tokens")
     lines = [" · ".join(fields)]
     if place:
         lines.append(f"workspace: {place}")
@@ -154,7 +158,7 @@ def _header(row: Row, found: LineChoice, raw_outputs: Mapping[str, RawFacts], no
         if facts is not None and not facts.expired and facts.size == byte_size(text):
             lines.append(f"whole output, also kept verbatim as raw output {raw_id}")  # no rule cut it
         else:
-            lines.append(_raw_line(str(raw_id), facts, page_call))
+            lines.append(_raw_line(str(raw_id), facts))
     return "\n".join(lines)
 
 
@@ -173,17 +177,14 @@ def _what(row: Row) -> str:
     return ""
 
 
-def _raw_line(raw_id: str, facts: RawFacts | None, page_call: PageCall) -> str:
+def _raw_line(raw_id: str, facts: RawFacts | None) -> str:
     if facts is None:
         return f"compressed output; raw output {raw_id} is no longer stored"
     if facts.expired:
         return (f"compressed output; raw expired: raw output {raw_id} ({facts.size:,} bytes) was dropped to keep the "
                 "data dir under its disk budget")
-    if facts.lines is None:
-        return (f"compressed output; the exact stdout is raw output {raw_id} ({facts.size:,} bytes): page it with "
-                f"{page_call(raw_id, '1-200')}")
-    return (f"compressed output; the exact stdout is raw output {raw_id}: {facts.lines:,} lines, {facts.size:,} "
-            f"bytes; page it with {page_call(raw_id, format_line_range(1, max(1, min(facts.lines, 200))))}")
+    size = f"{facts.lines:,} lines, {facts.size:,} bytes" if facts.lines is not None else f"{facts.size:,} bytes"
+    return f"compressed; the exact stdout is raw output {raw_id} ({size})"
 
 
 Key = tuple[str, int]  # a line a hit may show: its source ("text", "raw") and its number there
@@ -375,4 +376,4 @@ def _json_list(value: object) -> list[str]:
 
 
 def _time(stamp: float) -> str:
-    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(stamp))
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(stamp))
