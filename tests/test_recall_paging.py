@@ -19,10 +19,12 @@ from test_mcp_server import Memory, call, episode_ids, git_project, serve, shown
 
 from codeoid.store import raw
 
+# The line that says which lines of a source follow (`best: get_episode("42", ...)`), whichever source comes first.
+SAY_LINE = re.compile(r'\(best: (?:get_episode\("|codeoid show )([^"\s]+)')
 HIT_LINE = re.compile(r"^(\d+)([:-]) (.*)$")
 RAW_SECTION = re.compile(r"^raw output (raw-\S+), lines compression cut: ")
 CLIPPED = re.compile(r"… \[\+[\d,]+ bytes\]$")
-LEAD = re.compile(r"^\[\+[\d,]+ bytes\] …")
+LEAD = re.compile(r"^(.*?)\[\+([\d,]+) bytes\] …")
 RAW_STDOUT = b"".join(b"zeppelin hangar \xff\xfe door log\n" if n == 7
                      else f"raw line {n} ballast {'é' if n % 3 else '日本'}\n".encode() for n in range(1, 1201))
 
@@ -75,7 +77,7 @@ def sources(block: str) -> dict[tuple[str, int], str]:
     item = block.split(" ", 1)[0]
     found: dict[tuple[str, int], str] = {}
     for line in block.split("\n"):
-        if (section := RAW_SECTION.match(line)) is not None:
+        if (section := RAW_SECTION.match(line) or SAY_LINE.search(line)) is not None:
             item = section.group(1)
         elif (hit := HIT_LINE.match(line)) is not None:
             found[(item, int(hit.group(1)))] = hit.group(3)
@@ -86,10 +88,11 @@ def paged_exactly(shown: str, full: str) -> bool:
     """A shown line is the stored line, or a part of it between the markers that say what was left out."""
     if shown == full:
         return True
-    part = CLIPPED.sub("", LEAD.sub("", shown))
+    part = CLIPPED.sub("", LEAD.sub("", shown, count=1))
     lead = LEAD.match(shown)
-    at = int(re.sub(r"\D", "", lead.group(0))) if lead else 0
-    return full.encode()[at:].startswith(part.encode())
+    opening = lead.group(1).removesuffix(" ").encode() if lead else b""  # a line shown from its middle: its opening
+    at = len(opening) + (int(lead.group(2).replace(",", "")) if lead else 0)
+    return full.encode().startswith(opening) and full.encode()[at:].startswith(part.encode())
 
 
 def assert_every_line_pages_back(memory: Memory, blocks: dict[int, str]) -> None:
@@ -332,3 +335,46 @@ def test_a_long_line_shows_the_part_that_holds_the_question(memory: Memory) -> N
     shown = sources(block)[(str(answer), 1)]
     assert LEAD.match(shown) and CLIPPED.search(shown) and "stale quokka cache" in shown, shown
     assert_every_line_pages_back(memory, {answer: block})
+
+
+def test_a_long_answer_shown_from_its_middle_keeps_its_opening_verdict(memory: Memory) -> None:
+    owner = memory.backing("bs-1")
+    filler = " ".join(f"clause {n} of the long explanation" for n in range(1, 40))
+    answer = memory.assistant(owner, f"Not a bug, it is the default policy. {filler}; the stray keys come from the "
+                                     f"quokka webhook payloads. {filler}")
+
+    recalled = call(memory, "recall", query="were the quokka webhook payloads a bug on our side?", limit=1)
+
+    block = hit_blocks(recalled.text)[answer]
+    shown = sources(block)[(str(answer), 1)]
+    assert shown.startswith("Not a bug, it is the default policy. [+") and "quokka webhook payloads" in shown, shown
+    assert_every_line_pages_back(memory, {answer: block})
+
+
+def test_the_commit_body_shown_is_the_one_under_the_commit_the_question_named(memory: Memory, tmp_path: Path
+                                                                              ) -> None:
+    """Every commit body speaks of uploads; the one shown is under the subject the question matched (its digest
+    line names its raw lines), not the newest."""
+    repository = git_project(tmp_path / "repository")
+    git = ["git", "-C", str(repository), "-c", "user.name=Dana", "-c", "user.email=dana@example.org"]
+    (repository / "app.py").write_text("TIMEOUT = 30\n")
+    subprocess.run([*git, "add", "app.py"], check=True)
+    messages = [f"Tidy module {n}\n\nNo behaviour change in module {n}; its upload tests pass." for n in range(1, 8)]
+    messages.insert(3, "Raise the upload proxy limit\n\nSeen on the reporting job first.\n\nThen by two customers.\n\n"
+                       "Uploads over two gigabytes ran past the old ceiling.")
+    for number, message in enumerate(messages, 1):
+        (repository / "app.py").write_text(f"TIMEOUT = {30 + number}\n")
+        subprocess.run([*git, "commit", "-qam", message], check=True)
+    log = subprocess.run(["git", "-C", str(repository), "log"], capture_output=True, check=True).stdout
+    shown = subprocess.run([executable("codeoid-compress"), "--command", "git log", "--tool-use-id", "toolu_log"],
+                           input=log, capture_output=True, check=True, cwd=memory.project).stdout.decode()
+    assert "gigabytes" not in shown and "raw lines" in shown  # the bodies were cut, each digest names its lines
+    owner = memory.backing("bs-1")
+    history = memory.bash(owner, "git log", shown.rstrip("\n"), raw_output_id="raw-toolu_log")
+
+    recalled = call(memory, "recall", query="why did we raise the upload proxy limit?", limit=1)
+
+    block = hit_blocks(recalled.text)[history]
+    raw_shown = {number: line for (where, number), line in sources(block).items() if where == "raw-toolu_log"}
+    assert any("Uploads over two gigabytes" in line for line in raw_shown.values()), block
+    assert_every_line_pages_back(memory, {history: block})

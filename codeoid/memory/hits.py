@@ -14,6 +14,7 @@ render through here, each with its own way to page.
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -38,6 +39,9 @@ CLIP_SLACK = 24
 CONTEXT = 1
 # The share of the budget a hit's lines get falls with its rank: the k-th hit's weight is 1 / (1 + k * RANK_SHARE).
 RANK_SHARE = 0.5
+# A line shown from its middle keeps its opening sentence if that takes at most 1/OPENING_SHARE of the line's room.
+OPENING_SHARE = 3
+_SENTENCE_END = re.compile(r"[.!?;](?=\s)")
 # A line cut to fit a small budget still shows at least this many bytes of its head.
 MIN_HEAD_BYTES = 40
 COMMAND_CHARS = 240
@@ -336,15 +340,25 @@ def _shown_size(line: str) -> int:
 
 def _clip(line: str, width: int, focus: int = 0) -> str:
     """The line verbatim, or, when it is longer than `width` bytes, the part from character `focus` on (its head
-    when 0) and how many bytes are left out on each side: `[+120 bytes] …middle… [+80 bytes]`."""
+    when 0) and how many bytes are left out on each side: `[+120 bytes] …middle… [+80 bytes]`. A line shown from
+    its middle keeps its opening sentence when that is short (`Not a bug. [+120 bytes] …middle… [+80 bytes]`): an
+    answer's paragraph says its verdict first and the part holding the question's words later."""
     if byte_size(line) <= width:
         return line
-    lead = f"[+{byte_size(line[:focus]):,} bytes] …" if focus > 0 else ""
+    opening = _opening(line[:focus], width // OPENING_SHARE) if focus > 0 else ""
+    skipped = byte_size(line[len(opening):focus])
+    lead = (f"{opening} " if opening else "") + (f"[+{skipped:,} bytes] …" if focus > 0 else "")
     rest = line[focus:] if focus > 0 else line
-    part = rest.encode("utf-8", "surrogatepass")[:max(width - 16 - len(lead), MIN_HEAD_BYTES)].decode(
+    part = rest.encode("utf-8", "surrogatepass")[:max(width - 16 - byte_size(lead), MIN_HEAD_BYTES)].decode(
         "utf-8", "ignore")
     left = byte_size(rest) - byte_size(part)
     return f"{lead}{part}… [+{left:,} bytes]" if left else f"{lead}{part}"
+
+
+def _opening(head: str, most: int) -> str:
+    """The first sentence of `head` when it ends within `most` bytes, else nothing."""
+    end = _SENTENCE_END.search(head[:most])
+    return head[:end.end()] if end and byte_size(head[:end.end()]) <= most else ""
 
 
 def _ranges(numbers: Sequence[int]) -> str:

@@ -41,8 +41,12 @@ NEAREST = 0.5
 COUNT_LINE = 0.4  # a run's summary of counts
 ERROR_LINE = 0.3  # an error line
 ASKED = 2.0  # how much more a shape counts when the question asks for it ("how many", "what broke")
+EXPANDS = 0.5  # the share of a text line's score lent to the raw lines it names ("raw lines 64-73") with query words
 
 _WORD = re.compile(r"\w+")
+# How a compressed output names the raw lines a line of it stands for: a commit's digest, a cut's note, a file's
+# line in a diff's index (`compressors`' notes: "..., raw lines 64-73", "(raw lines 1-19)").
+_NAMES_RAW = re.compile(r"\braw lines? ([\d,]+)(?:-([\d,]+))?")
 _TOKEN = re.compile(r"[^\W_]+")
 # A run's summary: pytest, unittest, jest/vitest, cargo, go test, type checkers and linters, git's diffstat.
 _COUNT = re.compile(r"\b\d+ (?:passed|failed|skipped|xfailed|xpassed|deselected)\b|^Ran \d+ tests? in |"
@@ -53,8 +57,8 @@ _ERROR = re.compile(r"^[ \t]*(?:[\w.]*(?:Error|Exception|Interrupt)\b:|E {2,}\S|
                     r"(?:\w+: )?(?:error|fatal|panic)(?:\[\w+\])?:|Error:)", re.MULTILINE)
 _ASKS_COUNT = re.compile(r"\bhow (?:many|much|often)\b|\bcount\b|\bnumber of\b|\btotal\b", re.IGNORECASE)
 _ASKS_FAILURE = re.compile(r"\b(?:fail\w*|broke\w*|break\w*|crash\w*|errors?|wrong|exception|traceback|blew|blow\w*|"
-                           r"complain\w*|refus\w*|why (?:did|does|do|was|were|is)(?:n't| not)|(?:could|would|did|"
-                           r"does)n't|missing)\b", re.IGNORECASE)
+                           r"caught|catch\w*|complain\w*|refus\w*|why (?:did|does|do|was|were|is)(?:n't| not)|"
+                           r"(?:could|would|did|does)n't|missing)\b", re.IGNORECASE)
 
 _local = threading.local()
 # Stems of the words seen, by word; cleared when it would hold more than `STEMS_KEPT`.
@@ -126,7 +130,8 @@ def choose(db: sqlite3.Connection, terms: Terms, row: Mapping[str, object], *, c
     if behind is not None:
         raw_all = split_lines(behind[0])
         kept = set(lines)  # a line compression kept is shown from the text
-        scored += [candidate for candidate in _score(terms, behind[0], raw_all, "raw", {}, shapes=True)
+        scored += [candidate for candidate in _score(terms, behind[0], raw_all, "raw", {}, shapes=True,
+                                                     lent=_named_raw_lines(scored, lines))
                    if raw_all[candidate[1].number - 1] not in kept]
     scored.sort(key=lambda item: (-item[0], item[1].source != "text", item[1].number))
     picks = tuple(pick for _, pick in scored[:most])
@@ -141,9 +146,10 @@ def choose(db: sqlite3.Connection, terms: Terms, row: Mapping[str, object], *, c
 
 
 def _score(terms: Terms, text: str, lines: Sequence[str], source: str, meaning: Mapping[int, float], *,
-           shapes: bool) -> list[tuple[float, Pick]]:
+           shapes: bool, lent: Sequence[tuple[int, int, float]] = ()) -> list[tuple[float, Pick]]:
     """Every line of `text` (split as `lines`) with something for it, scored: its words' share of the question's
-    weight, its meaning bonus, its shape's."""
+    weight, its meaning bonus, its shape's, and what the text lines that name it lend (`lent`: first and last raw
+    line, score)."""
     matches = _matches(terms, text)
     clues = _clues(text) if shapes else []
     numbers = _line_numbers(text, sorted({at for at, _ in matches} | set(clues)))
@@ -162,11 +168,24 @@ def _score(terms: Terms, text: str, lines: Sequence[str], source: str, meaning: 
         line = lines[number - 1]
         by_meaning = MEANING * meaning.get(number, 0.0)
         by_shape = _shape_bonus(terms, line) if number in shaped else 0.0
-        score = sum(held.get(number, {}).values()) / total + by_meaning + by_shape
+        by_lending = max((share for first, last, share in lent if first <= number <= last), default=0.0) \
+            if number in held else 0.0
+        score = sum(held.get(number, {}).values()) / total + by_meaning + by_shape + by_lending
         why = "words" if number in held else ("meaning" if by_meaning >= by_shape else "shape")
         if score > 0:
             scored.append((score, Pick(number, source, why, _focus(line, spots.get(number, [])))))
     return scored
+
+
+def _named_raw_lines(scored: Sequence[tuple[float, Pick]], lines: Sequence[str]) -> list[tuple[int, int, float]]:
+    """The raw lines each scored text line names, with `EXPANDS` of its score: the commit body under the digest
+    the question matched, the failure under the note that names it, rank above raw lines that match elsewhere."""
+    named = []
+    for score, pick in scored:
+        for found in _NAMES_RAW.finditer(lines[pick.number - 1]):
+            first = int(found[1].replace(",", ""))
+            named.append((first, int((found[2] or found[1]).replace(",", "")), EXPANDS * score))
+    return named
 
 
 def _line_numbers(text: str, positions: Sequence[int]) -> dict[int, int]:
