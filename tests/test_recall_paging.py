@@ -378,3 +378,18 @@ def test_the_commit_body_shown_is_the_one_under_the_commit_the_question_named(me
     raw_shown = {number: line for (where, number), line in sources(block).items() if where == "raw-toolu_log"}
     assert any("Uploads over two gigabytes" in line for line in raw_shown.values()), block
     assert_every_line_pages_back(memory, {history: block})
+
+
+def test_a_long_answer_is_shown_from_the_sentence_that_holds_the_question(memory: Memory) -> None:
+    owner = memory.backing("bs-1")
+    filler = " ".join(f"clause {n} of the long explanation" for n in range(1, 30))
+    answer = memory.assistant(owner, f"Reproduced and fixed. {filler}. Since the March upgrade the resolver builds "
+                                     "its prefix from the attribute name rather than the key the payload uses, so no "
+                                     f"quokka path matched and the loader ignored them. {filler}.")
+
+    recalled = call(memory, "recall", query="why did no quokka path match in the loader?", limit=1)
+
+    block = hit_blocks(recalled.text)[answer]
+    shown = sources(block)[(str(answer), 1)]
+    assert "Since the March upgrade the resolver" in shown and "quokka path matched" in shown, shown
+    assert_every_line_pages_back(memory, {answer: block})

@@ -14,13 +14,12 @@ render through here, each with its own way to page.
 from __future__ import annotations
 
 import json
-import re
 import sqlite3
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from codeoid.memory.line_choice import LineChoice, Pick
+from codeoid.memory.line_choice import SENTENCE_END, LineChoice, Pick
 from codeoid.pages import byte_size, estimate_tokens, format_line_range, share_budget, split_lines
 from codeoid.store import raw
 from codeoid.text import agent_label, one_line
@@ -41,7 +40,6 @@ CONTEXT = 1
 RANK_SHARE = 0.5
 # A line shown from its middle keeps its opening sentence if that takes at most 1/OPENING_SHARE of the line's room.
 OPENING_SHARE = 3
-_SENTENCE_END = re.compile(r"[.!?;](?=\s)")
 # A line cut to fit a small budget still shows at least this many bytes of its head.
 MIN_HEAD_BYTES = 40
 COMMAND_CHARS = 240
@@ -357,7 +355,7 @@ def _clip(line: str, width: int, focus: int = 0) -> str:
 
 def _opening(head: str, most: int) -> str:
     """The first sentence of `head` when it ends within `most` bytes, else nothing."""
-    end = _SENTENCE_END.search(head[:most])
+    end = SENTENCE_END.search(head[:most])
     return head[:end.end()] if end and byte_size(head[:end.end()]) <= most else ""
 
 

@@ -34,6 +34,10 @@ TOKENIZER = "porter unicode61"
 MOST = 5
 # A long line is shown from the part that holds most of the question's weight, about this many characters of it.
 FOCUS_CHARS = 200
+# A long line shown from its middle starts at the sentence that holds the focus when it began at most this far back.
+SENTENCE_BACK = 160
+# The end of a sentence in prose (a dot, question or exclamation mark before a space; not `a.b` or `1.5`).
+SENTENCE_END = re.compile(r"[.!?](?=\s)")
 # Weights of the signals besides the words (a line holding every query word scores 1 by its words).
 MEANING = 0.35  # lines of a chunk the vector index found near the question (see `_chunk_bonus`)
 NEAR = 0.2  # a chunk's cosine with the question from which its meaning counts, rising to all of it at NEAREST
@@ -49,7 +53,8 @@ _WORD = re.compile(r"\w+")
 _NAMES_RAW = re.compile(r"\braw lines? ([\d,]+)(?:-([\d,]+))?")
 _TOKEN = re.compile(r"[^\W_]+")
 # A run's summary: pytest, unittest, jest/vitest, cargo, go test, type checkers and linters, git's diffstat.
-_COUNT = re.compile(r"\b\d+ (?:passed|failed|skipped|xfailed|xpassed|deselected)\b|^Ran \d+ tests? in |"
+_COUNT = re.compile(r"\b\d+ (?:passed|failed|skipped|xfailed|xpassed)\b|^(?!collected )[^\n]*\b\d+ deselected\b|"
+                    r"^Ran \d+ tests? in |"
                     r"^(?:OK|FAILED) \(|^Found \d+ errors?\b|\btest result: |\b\d+ files? changed\b|^Tests?:\s+\d+|"
                     r"^FAIL\t", re.MULTILINE)
 # An error line: an exception and its message, pytest's `E` lines and summary, a tool's `error:` or `fatal:`.
@@ -260,7 +265,9 @@ def _shape_bonus(terms: Terms, line: str) -> float:
 
 
 def _focus(line: str, spots: Sequence[tuple[int, float]]) -> int:
-    """Where to start showing a line too long to show whole: the window of `FOCUS_CHARS` holding the most weight."""
+    """Where to start showing a line too long to show whole: the window of `FOCUS_CHARS` holding the most weight,
+    from the start of its sentence when that is near (an answer's clause that holds the question's words often
+    follows the one that answers it: "Since Marco's change the prefix was ..., so nothing matched")."""
     if len(line) <= FOCUS_CHARS or not spots:
         return 0
     ordered = sorted(spots)
@@ -270,6 +277,9 @@ def _focus(line: str, spots: Sequence[tuple[int, float]]) -> int:
         if weight > best:
             best, best_at = weight, at
     start = max(0, min(best_at - FOCUS_CHARS // 4, len(line) - FOCUS_CHARS))
+    ends = list(SENTENCE_END.finditer(line, max(0, start - SENTENCE_BACK), start + 1))
+    if ends:
+        return len(line) - len(line[ends[-1].end():].lstrip())
     space = line.find(" ", start, start + 24)  # begin at a word where one is near
     return space + 1 if start and space >= 0 else start
 
