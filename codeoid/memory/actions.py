@@ -89,7 +89,7 @@ _ROLE_CUES = {
     "user": re.compile(rf"\bi\s+(\w+\s+)?{_ASKED}\b|\b(my|our)\s+(question|prompt|request)\b"
                        r"|\bthe user\b", re.IGNORECASE),
     "assistant": re.compile(rf"\b(you|claude)\s+(\w+\s+)?{_ANSWERED}\b|\byour\s+(answer|suggestion|explanation"
-                            r"|reply|advice|plan)\b", re.IGNORECASE),
+                            r"|reply|advice|plan|verdict|opinion|recommendation)\b", re.IGNORECASE),
     "change": re.compile(r"\b(diffs?|edit(s|ed)?|chang(e|es|ed)|patch(es|ed)?|modif(y|ied|ication)|fix(es|ed)?)\b",
                          re.IGNORECASE),
     "run": re.compile(rf"{_RUN_NOUNS}|{_RUN_DONE}|{_SUBJECT}\s+{_RUN_VERBS}\b", re.IGNORECASE),
@@ -101,17 +101,18 @@ _TAG_CUES = {
                          r"|break(s|ing)?|crash(ed|es|ing)?|blew up|blow(s)? up|went wrong|caught|catch(es)?)\b",
                          re.IGNORECASE),
     "passed": re.compile(r"\b(pass(ed|es|ing)?|green|succeed(ed|s)?|make sure|made sure|verif(y|ied)"
-                         r"|confirm(ed)?)\b", re.IGNORECASE),
+                         r"|confirm(ed)?|check(ed)? (that|whether|if)|work(ed|s)?)\b", re.IGNORECASE),
     "commit": re.compile(rf"\b(committed|tagged|merged|pushed|rebased|cherry-picked)\b|{_SUBJECT}\s+(commit|tag"
                          r"|merge|push|rebase|cherry-pick)\b|\b(the|a|which|last|first) (commit|tag|merge)\b",
                          re.IGNORECASE),
-    "test": re.compile(r"\b(tests?|suite|test run)\b", re.IGNORECASE),
+    "test": re.compile(r"\b(tests?|suite|test run|check(ed)? (that|whether|if)|make sure|made sure)\b",
+                       re.IGNORECASE),
 }
 # A question about reasons or conclusions wants the prose that closed a turn of work, not its commands: "why did
 # the hints vanish", "what did we decide", "where did the bug come from", "what did the review conclude".
 _EXPLANATION = re.compile(
     r"\b(why|reasons?|explain(s|ed)?|explanation|cause[sd]?|root cause|c[oa]me from|comes from|decid(e|ed)"
-    r"|decisions?|conclu(de|ded|sion)|review(ed)?|recommend(ed|ation)?|suggest(ed|ion)?|advice|advise[sd]?"
+    r"|decisions?|conclu(de|ded|sion)|verdict|review(ed)?|recommend(ed|ation)?|suggest(ed|ion)?|advice|advise[sd]?"
     r"|how does|how do|how did .* work|what was wrong|what went wrong|the problem with|what did (you|we) find"
     r"|what did (you|we) learn|summar(y|ise|ize)|plan|(could|can|were|did) (you|we) (be able to |manage to )?"
     r"(reproduce|find|figure|tell|work out|confirm))\b", re.IGNORECASE)
