@@ -393,3 +393,29 @@ def test_a_long_answer_is_shown_from_the_sentence_that_holds_the_question(memory
     shown = sources(block)[(str(answer), 1)]
     assert "Since the March upgrade the resolver" in shown and "quokka path matched" in shown, shown
     assert_every_line_pages_back(memory, {answer: block})
+
+
+def test_a_git_log_stat_digest_is_not_an_answer_for_its_diffstat_alone(memory: Memory, tmp_path: Path) -> None:
+    """Every commit of `git log --stat` has a "1 file changed" count; only a "how many" question wants one."""
+    repository = git_project(tmp_path / "repository")
+    git = ["git", "-C", str(repository), "-c", "user.name=Dana", "-c", "user.email=dana@example.org"]
+    (repository / "app.py").write_text("LIMIT = 0\n")
+    subprocess.run([*git, "add", "app.py"], check=True)
+    for number in range(1, 13):
+        (repository / "app.py").write_text(f"LIMIT = {number}\n")
+        body = ("The quokka profile spent 18% of its load time in the merge." if number == 6
+                else f"Routine change number {number}.")
+        subprocess.run([*git, "commit", "-qam", f"Change the limit to {number}\n\n{body}"], check=True)
+    log = subprocess.run(["git", "-C", str(repository), "log", "--stat"], capture_output=True, check=True).stdout
+    shown = subprocess.run([executable("codeoid-compress"), "--command", "git log --stat", "--tool-use-id",
+                            "toolu_stat"], input=log, capture_output=True, check=True, cwd=memory.project).stdout
+    assert b"quokka" not in shown and b"1 file changed" in shown
+    owner = memory.backing("bs-1")
+    history = memory.bash(owner, "git log --stat", shown.decode().rstrip("\n"), raw_output_id="raw-toolu_stat")
+
+    recalled = call(memory, "recall", query="what share of the quokka load time went to the merge?", limit=1)
+
+    block = hit_blocks(recalled.text)[history]
+    answers = [line for line in block.split("\n") if re.match(r"^\d+: ", line)]
+    assert any("18% of its load time" in line for line in answers), block
+    assert not any("file changed" in line and "quokka" not in line.lower() for line in answers), block

@@ -60,6 +60,8 @@ _COUNT = re.compile(r"\b\d+ (?:passed|failed|skipped|xfailed|xpassed)\b|^(?!coll
 # An error line: an exception and its message, pytest's `E` lines and summary, a tool's `error:` or `fatal:`.
 _ERROR = re.compile(r"^[ \t]*(?:[\w.]*(?:Error|Exception|Interrupt)\b:|E {2,}\S|FAILED |FAIL:|ERROR\b|"
                     r"(?:\w+: )?(?:error|fatal|panic)(?:\[\w+\])?:|Error:)", re.MULTILINE)
+# Git's diffstat, a count only for "how many": every commit of a `git log --stat` digest has one.
+_DIFFSTAT = re.compile(r"\d+ files? changed")
 _ASKS_COUNT = re.compile(r"\bhow (?:many|much|often)\b|\bcount\b|\bnumber of\b|\btotal\b", re.IGNORECASE)
 _ASKS_FAILURE = re.compile(r"\b(?:fail\w*|broke\w*|break\w*|crash\w*|errors?|wrong|exception|traceback|blew|blow\w*|"
                            r"caught|catch\w*|complain\w*|refus\w*|why (?:did|does|do|was|were|is)(?:n't| not)|"
@@ -254,10 +256,11 @@ def _clues(text: str) -> list[int]:
 
 
 def _shape_bonus(terms: Terms, line: str) -> float:
-    """A count line counts more when the question asks how many, an error line when it asks what broke (and not
-    how many: "how many tests failed" wants the count, not each failure)."""
+    """A count line counts more when the question asks how many (a diffstat counts only then), an error line when
+    it asks what broke (and not how many: "how many tests failed" wants the count, not each failure)."""
     bonus = 0.0
-    if _COUNT.search(line):
+    count = _COUNT.search(line)
+    if count and (terms.asks_count or not _DIFFSTAT.fullmatch(count.group(0))):
         bonus += COUNT_LINE * (ASKED if terms.asks_count else 1.0)
     if _ERROR.match(line):
         bonus += ERROR_LINE * (ASKED if terms.asks_failure and not terms.asks_count else 1.0)
