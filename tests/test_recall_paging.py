@@ -419,3 +419,21 @@ def test_a_git_log_stat_digest_is_not_an_answer_for_its_diffstat_alone(memory: M
     answers = [line for line in block.split("\n") if re.match(r"^\d+: ", line)]
     assert any("18% of its load time" in line for line in answers), block
     assert not any("file changed" in line and "quokka" not in line.lower() for line in answers), block
+
+
+def test_an_edit_found_by_its_path_shows_the_lines_it_changed(memory: Memory) -> None:
+    owner = memory.backing("bs-1")
+    context = [f" LIMIT_{n} = {n}" for n in range(1, 8)]
+    patch = [{"oldStart": 10, "oldLines": 8, "newStart": 10, "newLines": 8,
+              "lines": [*context[:3], "-MAX_GROUPING_TOKENS = 100", "+MAX_GROUPING_TOKENS = 10000", *context[3:]]}]
+    path = str(memory.project / "quokka_sizes.py")
+    edit = memory.tool(owner, "Edit", {"file_path": path, "old_string": "100", "new_string": "10000"},
+                       {"filePath": path, "oldString": "100", "newString": "10000", "structuredPatch": patch,
+                        "userModified": False, "replaceAll": False})
+
+    recalled = call(memory, "recall", query="what did we change in quokka_sizes.py?", limit=1)
+
+    block = hit_blocks(recalled.text)[edit]
+    assert "the lines it changed, 5-6" in block, block
+    assert "\n5: -MAX_GROUPING_TOKENS = 100\n6: +MAX_GROUPING_TOKENS = 10000\n" in block, block
+    assert_every_line_pages_back(memory, {edit: block})

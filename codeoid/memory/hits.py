@@ -292,6 +292,9 @@ def _say(source: _Sources, where: str, picked: list[Key], best: str) -> str:
     why = {source.by_key[key].why for key in picked if key in source.by_key}
     if found.how == "start":
         return f"no line holds a query word (the match is in its input, or by meaning); its first lines ({best}):"
+    if found.how == "changed":
+        return (f"no line holds a query word (the match is in its input, or by meaning); the lines it changed, "
+                f"{_ranges(numbers)} ({best}):")
     if why == {"words"}:
         which = f"line {numbers[0]} holds" if len(numbers) == 1 else f"lines {_ranges(numbers)} hold"
         said = f"{which} query words"

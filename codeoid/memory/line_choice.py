@@ -93,7 +93,8 @@ class Pick:
 
     number: int
     source: str  # "text": the episode's text; "raw": the raw output behind it
-    why: str  # "words": it holds query words; "meaning"; "shape" (a count or error line); "start" (nothing matched)
+    why: str  # "words": it holds query words; "meaning"; "shape" (a count or error line); when nothing matched,
+    # "changed" (a diff's added and removed lines) or "start" (the first lines)
     focus: int = 0  # a long line is shown from about this character on
 
 
@@ -143,6 +144,10 @@ def choose(db: sqlite3.Connection, terms: Terms, row: Mapping[str, object], *, c
     scored.sort(key=lambda item: (-item[0], item[1].source != "text", item[1].number))
     picks = tuple(pick for _, pick in scored[:most])
     if not picks:
+        changed = _changed_lines(lines[:searched]) if row.get("kind") == "tool" else []
+        if changed:  # an edit or a diff found by its input or its meaning: what it changed says what it did
+            return LineChoice(tuple(Pick(number, "text", "changed") for number in changed[:most]), "changed",
+                              len(lines), searched)
         return LineChoice(tuple(Pick(number, "text", "start") for number in range(1, min(len(lines), most) + 1)),
                           "start", len(lines), searched)
     wanted = {pick.number + offset for pick in picks if pick.source == "raw"
@@ -150,6 +155,15 @@ def choose(db: sqlite3.Connection, terms: Terms, row: Mapping[str, object], *, c
     raw_lines = {number: raw_all[number - 1] for number in sorted(wanted) if 1 <= number <= len(raw_all)}
     return LineChoice(picks, picks[0].why, len(lines), searched, str(raw_id) if raw_lines else None, raw_lines,
                       len(raw_all), behind[1] if behind is not None else True)
+
+
+def _changed_lines(lines: Sequence[str]) -> list[int]:
+    """The added and removed lines of a unified diff (an edit's patch, `git diff`), by number; none when the text
+    is not a diff."""
+    if not any(line.startswith(("@@ ", "diff --git ")) for line in lines):
+        return []
+    return [number for number, line in enumerate(lines, 1)
+            if line.startswith(("+", "-")) and not line.startswith(("+++ ", "--- "))]
 
 
 def _score(terms: Terms, text: str, lines: Sequence[str], source: str, meaning: Mapping[int, float], *,
