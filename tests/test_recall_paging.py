@@ -293,20 +293,30 @@ def test_a_question_of_how_many_shows_the_runs_count_line_though_it_holds_none_o
     assert_every_line_pages_back(memory, {run: block})
 
 
-def test_a_commit_body_compression_cut_is_found_and_shown_from_the_raw_output(memory: Memory, tmp_path: Path) -> None:
+def compressed_history(memory: Memory, tmp_path: Path, messages: list[str], *log_args: str,
+                       tool_use_id: str = "toolu_log") -> tuple[bytes, str]:
+    """A repository with a commit for each message: its `git log` (with `log_args`) and what `codeoid-compress`
+    made of it, the raw output archived as `raw-<tool_use_id>`."""
     repository = git_project(tmp_path / "repository")
     git = ["git", "-C", str(repository), "-c", "user.name=Dana", "-c", "user.email=dana@example.org"]
-    (repository / "app.py").write_text("VERSION = 0\n")
+    (repository / "app.py").write_text("VALUE = 0\n")
     subprocess.run([*git, "add", "app.py"], check=True)
-    for number in range(1, 13):
-        (repository / "app.py").write_text(f"VERSION = {number}\n")
-        body = ("The payment sandbox refuses payloads over 64 KiB, so the invoice export\n"
-                "now sends its attachments in a second request." if number == 4
-                else f"Routine change number {number} to the application version.")
-        subprocess.run([*git, "commit", "-qam", f"Bump the version to {number}\n\n{body}"], check=True)
-    log = subprocess.run(["git", "-C", str(repository), "log"], capture_output=True, check=True).stdout
-    shown = subprocess.run([executable("codeoid-compress"), "--command", "git log", "--tool-use-id", "toolu_log"],
-                           input=log, capture_output=True, check=True, cwd=memory.project).stdout.decode()
+    for number, message in enumerate(messages, 1):
+        (repository / "app.py").write_text(f"VALUE = {number}\n")
+        subprocess.run([*git, "commit", "-qam", message], check=True)
+    log = subprocess.run(["git", "-C", str(repository), "log", *log_args], capture_output=True, check=True).stdout
+    shown = subprocess.run([executable("codeoid-compress"), "--command", " ".join(["git log", *log_args]),
+                            "--tool-use-id", tool_use_id], input=log, capture_output=True, check=True,
+                           cwd=memory.project).stdout.decode()
+    return log, shown
+
+
+def test_a_commit_body_compression_cut_is_found_and_shown_from_the_raw_output(memory: Memory, tmp_path: Path) -> None:
+    messages = [f"Bump the version to {number}\n\n" + (
+        "The payment sandbox refuses payloads over 64 KiB, so the invoice export\n"
+        "now sends its attachments in a second request." if number == 4
+        else f"Routine change number {number} to the application version.") for number in range(1, 13)]
+    log, shown = compressed_history(memory, tmp_path, messages)
     assert "sandbox" not in shown and raw.get_raw_output(memory.db, "raw-toolu_log") is not None  # the body was cut
     owner = memory.backing("bs-1")
     history = memory.bash(owner, "git log", shown.rstrip("\n"), raw_output_id="raw-toolu_log")
@@ -355,19 +365,10 @@ def test_the_commit_body_shown_is_the_one_under_the_commit_the_question_named(me
                                                                               ) -> None:
     """Every commit body speaks of uploads; the one shown is under the subject the question matched (its digest
     line names its raw lines), not the newest."""
-    repository = git_project(tmp_path / "repository")
-    git = ["git", "-C", str(repository), "-c", "user.name=Dana", "-c", "user.email=dana@example.org"]
-    (repository / "app.py").write_text("TIMEOUT = 30\n")
-    subprocess.run([*git, "add", "app.py"], check=True)
     messages = [f"Tidy module {n}\n\nNo behaviour change in module {n}; its upload tests pass." for n in range(1, 8)]
     messages.insert(3, "Raise the upload proxy limit\n\nSeen on the reporting job first.\n\nThen by two customers.\n\n"
                        "Uploads over two gigabytes ran past the old ceiling.")
-    for number, message in enumerate(messages, 1):
-        (repository / "app.py").write_text(f"TIMEOUT = {30 + number}\n")
-        subprocess.run([*git, "commit", "-qam", message], check=True)
-    log = subprocess.run(["git", "-C", str(repository), "log"], capture_output=True, check=True).stdout
-    shown = subprocess.run([executable("codeoid-compress"), "--command", "git log", "--tool-use-id", "toolu_log"],
-                           input=log, capture_output=True, check=True, cwd=memory.project).stdout.decode()
+    _, shown = compressed_history(memory, tmp_path, messages)
     assert "gigabytes" not in shown and "raw lines" in shown  # the bodies were cut, each digest names its lines
     owner = memory.backing("bs-1")
     history = memory.bash(owner, "git log", shown.rstrip("\n"), raw_output_id="raw-toolu_log")
@@ -397,21 +398,13 @@ def test_a_long_answer_is_shown_from_the_sentence_that_holds_the_question(memory
 
 def test_a_git_log_stat_digest_is_not_an_answer_for_its_diffstat_alone(memory: Memory, tmp_path: Path) -> None:
     """Every commit of `git log --stat` has a "1 file changed" count; only a "how many" question wants one."""
-    repository = git_project(tmp_path / "repository")
-    git = ["git", "-C", str(repository), "-c", "user.name=Dana", "-c", "user.email=dana@example.org"]
-    (repository / "app.py").write_text("LIMIT = 0\n")
-    subprocess.run([*git, "add", "app.py"], check=True)
-    for number in range(1, 13):
-        (repository / "app.py").write_text(f"LIMIT = {number}\n")
-        body = ("The quokka profile spent 18% of its load time in the merge." if number == 6
-                else f"Routine change number {number}.")
-        subprocess.run([*git, "commit", "-qam", f"Change the limit to {number}\n\n{body}"], check=True)
-    log = subprocess.run(["git", "-C", str(repository), "log", "--stat"], capture_output=True, check=True).stdout
-    shown = subprocess.run([executable("codeoid-compress"), "--command", "git log --stat", "--tool-use-id",
-                            "toolu_stat"], input=log, capture_output=True, check=True, cwd=memory.project).stdout
-    assert b"quokka" not in shown and b"1 file changed" in shown
+    messages = [f"Change the limit to {number}\n\n" + ("The quokka profile spent 18% of its load time in the merge."
+                                                       if number == 6 else f"Routine change number {number}.")
+                for number in range(1, 13)]
+    _, shown = compressed_history(memory, tmp_path, messages, "--stat", tool_use_id="toolu_stat")
+    assert "quokka" not in shown and "1 file changed" in shown
     owner = memory.backing("bs-1")
-    history = memory.bash(owner, "git log --stat", shown.decode().rstrip("\n"), raw_output_id="raw-toolu_stat")
+    history = memory.bash(owner, "git log --stat", shown.rstrip("\n"), raw_output_id="raw-toolu_stat")
 
     recalled = call(memory, "recall", query="what share of the quokka load time went to the merge?", limit=1)
 
