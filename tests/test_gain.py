@@ -283,7 +283,7 @@ def test_paging_a_raw_output_by_lines_charges_exactly_what_each_page_returned(me
         ("recall_file", {"path": "build.log", "lines": "1500-1502"}))
     accounts = gain(cwd=memory.project)
 
-    assert "raw output raw-toolu_cat: 2,000 lines" in recalled.text  # a hit names the raw output: not a read of it
+    assert "raw output raw-toolu_cat (2,000 lines" in recalled.text  # a hit names the raw output: not a read of it
     assert bad.is_error and past.is_error
     assert "step 1000: compiled unit_1000.o" in first.text and "step 1999: compiled unit_1999.o" in second.text
     assert "step 1499: compiled unit_1499.o" in from_file.text and "step 1502" not in from_file.text

@@ -251,6 +251,7 @@ def test_codeoid_search_prints_the_same_hits_and_show_lines_pages_exactly(memory
     assert "1500: FAILED test_zeppelin_ballast" in searched.stdout
     assert f"best: codeoid show {ids['tests']} --lines 1499-1501" in searched.stdout
     assert "the exact stdout is raw output raw-toolu_diff (1,200 lines" in searched.stdout
+    assert "`codeoid show ID --lines A-B` pages any episode or raw output" in searched.stdout.splitlines()[0]
     assert lines.stdout == b"tests/test_1499.py . [74%]\nFAILED test_zeppelin_ballast - AssertionError: " + (
         b"expected 420 got 0; " * 30) + b"\n"
     assert raw_bytes.stdout == b"zeppelin hangar \xff\xfe door log\n"

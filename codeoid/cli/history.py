@@ -245,7 +245,8 @@ def search(query: str, limit: int, as_json: bool, all_workspaces: bool) -> None:
     if not found.rows:
         click.echo("No episode matches.")
         return
-    head = f"{len(found.rows)} hit{'s' if len(found.rows) != 1 else ''}, best first ({found.signals})."
+    head = (f"{len(found.rows)} hit{'s' if len(found.rows) != 1 else ''}, best first ({found.signals}). "
+            "`codeoid show ID --lines A-B` pages any episode or raw output exactly.")
     places = {row["id"]: roots.get(row["workspace_id"], "?") for row in found.rows} if roots else None
     click.echo(hits.render_hits(head, found.rows, choices=choices, budget=None, raw_outputs=raw_outputs, places=places,
                                 page_call=lambda item, lines: f"codeoid show {item} --lines {lines}"))

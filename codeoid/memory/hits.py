@@ -347,6 +347,8 @@ def _clip(line: str, width: int, focus: int = 0) -> str:
     if byte_size(line) <= width:
         return line
     opening = _opening(line[:focus], width // OPENING_SHARE) if focus > 0 else ""
+    if opening and not line[len(opening):focus].strip():  # the focus is the sentence after the opening
+        opening, focus = "", 0
     skipped = byte_size(line[len(opening):focus])
     lead = (f"{opening} " if opening else "") + (f"[+{skipped:,} bytes] …" if focus > 0 else "")
     rest = line[focus:] if focus > 0 else line
