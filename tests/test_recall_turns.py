@@ -107,3 +107,20 @@ def test_a_question_about_when_finds_what_happened_then(memory: Memory) -> None:
     assert top("did the whole suite pass before we cut the release?", limit=1) == [ids["release_suite"]]
     assert top("what did we fix right after the release?", limit=3)[0] in quotes
     assert top("what did we change nine days ago?", limit=1) == [ids["crash_edit"]]
+
+
+def test_without_the_vector_index_the_words_still_know_when_and_what_broke(
+        memory: Memory, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+    """With Chroma down, or before the first minutes of indexing, recall ranks by words alone, and time, actions and
+    turns still apply to them."""
+    monkeypatch.setenv("CODEOID_VECTOR", "off")
+    ids = week_of_work(memory)
+    workspace_id = queries.workspace_id_for(memory.db, str(memory.project))
+    found = retrieval.recall_ranked(memory.db, "what was the last commit we made?", workspace_id=workspace_id,
+                                    limit=3)
+    assert found.signals == "BM25" and "CODEOID_VECTOR=off" in str(found.fallback)
+    assert found.rows[0]["id"] == ids["quotes_commit"]
+    assert ranked(memory, "what did we change nine days ago?", limit=1) == [ids["crash_edit"]]
+    assert ranked(memory, "what broke when we formatted the huge insert?", limit=1) == [ids["crash_run"]]
+    # Every episode that holds a word of the question is still a hit, as BM25 alone gave them.
+    assert ids["crash_prompt"] in ranked(memory, "huge insert statement", limit=10)

@@ -81,11 +81,16 @@ def recall_ranked(db: sqlite3.Connection, query: str, *, workspace_id: int | Non
     if dense_beside is None:  # BM25 alone, by choice: the ranking a fallback gives
         return Recalled(lexical[:limit], "BM25")
     dense, fallback = dense_beside()
-    if dense is None:
+    if dense is None and not weights.zscore:
         return Recalled(lexical[:limit], "BM25", fallback)
+    # Without the vector index (off, unreachable, still empty) the words alone rank, but time, actions and turns
+    # still apply: a question asked in the first minutes after install, or with Chroma down, still knows
+    # "yesterday" and "what broke".
+    dense = dense or _Dense([], None)
     store = identity.store_id(db)
     hits = [hit for hit in dense.hits if hit.store == store]
-    shared = _shared_hits(dense.hits[:limit], store, limit) if chroma_server.shared_hits_enabled() else ()
+    shared = _shared_hits(dense.hits[:limit], store, limit) \
+        if fallback is None and chroma_server.shared_hits_enabled() else ()
     by_id = {row["id"]: row for row in lexical}
     dense_ids = list(dict.fromkeys(hit.episode_id for hit in hits))
     by_id.update({episode_id: row for episode_id, row in queries.recallable_episodes(
@@ -106,7 +111,7 @@ def recall_ranked(db: sqlite3.Connection, query: str, *, workspace_id: int | Non
                           neighbours, resolved)
     if fusion is not None and (weights.turn_lend or weights.turn_repeat):
         fused = _by_turns(db, fused, fusion, known, workspace_id, skip_live_of, weights)
-    if weights.zscore:
+    if weights.zscore and fallback is None:  # every word match stays a hit when words alone found them
         fused = [(episode_id, score) for episode_id, score in fused if score >= SCORE_FLOOR]
     by_id.update(queries.recallable_episodes(db, [i for i, _ in fused[:limit] if i not in by_id],
                                              workspace_id=workspace_id, skip_live_of=skip_live_of,
@@ -121,6 +126,8 @@ def recall_ranked(db: sqlite3.Connection, query: str, *, workspace_id: int | Non
             row["chunks"] = [(hit.start_line, hit.end_line, 1.0 - hit.distance) for hit in hits
                              if hit.episode_id == episode_id]
         rows.append(row)
+    if fallback is not None:
+        return Recalled(rows, "BM25", fallback)
     return Recalled(rows, "BM25 + semantic", shared=shared)
 
 
