@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from codeoid.memory.actions import asked, tags_of
+from codeoid.memory.actions import asked, fit, fit_or_explains, tags_of
 
 
 @pytest.mark.parametrize(("command", "is_error", "expected"), [
@@ -49,6 +49,9 @@ def test_other_calls_have_their_role_only() -> None:
     ("what did we decide about the token limit?", set(), set(), True),
     ("what did the review of the uncommitted change conclude?", {"change"}, set(), True),
     ("could you reproduce the overnight CI failure?", {"run"}, {"failed"}, True),
+    # A leading clause says which turn; the main clause names what is wanted.
+    ("when you checked my setup, why did you stop the linter from changing files?", set(), set(), True),
+    ("what should the billing folks actually do so their payloads stop failing?", {"run"}, {"failed"}, True),
     # Nouns that name no action: a check, a run of words, passing something along.
     ("cure flaky sign-in check", set(), set(), False),
     ("the diff where we pass the configured help flags through", {"change"}, set(), False),
@@ -58,3 +61,12 @@ def test_a_question_names_the_action_it_wants(question: str, roles: set[str], ta
                                               explanation: bool) -> None:
     found = asked(question)
     assert (set(found.roles), set(found.tags), found.explanation) == (roles, tags, explanation)
+
+
+def test_a_question_that_asks_why_gives_the_answer_half_a_role_and_a_named_run_its_own() -> None:
+    why = asked("why did the import crash when we ran the tests?")
+    assert fit_or_explains(why, frozenset({"assistant"})) == 0.5
+    failing_run = frozenset({"run", "failed", "test"})
+    assert fit_or_explains(why, failing_run) == fit(why, failing_run) == 1.0
+    plain = asked("what crashed when we ran the tests?")
+    assert fit_or_explains(plain, frozenset({"assistant"})) == 0.0

@@ -50,6 +50,9 @@ def at(days_ago: int, hour: float) -> float:
     ("what was the earliest session about?", {"sessions": ("first",)}),
     ("what did the latest conversation cover?", {"sessions": ("last",)}),
     ("what was the last commit we made?", {"order": "last"}),
+    ("has the first patch release been published anywhere?",
+     {"event": when.Event("release", "at", first=True), "order": None}),
+    ("was everything green for the latest release?", {"event": when.Event("release", "at"), "order": None}),
     ("what was the first test run that failed?", {"order": "first"}),
     ("what was the first thing we fixed?", {"order": "first"}),
     ("what did we fix right after the release?", {"event": when.Event("release", "after", close=True)}),
@@ -174,6 +177,22 @@ def test_before_and_after_an_event_point_at_the_sessions_beside_it(week: tuple[M
         ["first_commit", "first_edit", "first_prompt"]
     suite = pointed(resolve(memory, "did the whole suite pass before we cut the release?"), ids, memory)
     assert "release_suite" in suite and "after_commit" not in suite
+
+
+def test_an_event_named_by_its_order_points_at_its_session_and_asks_for_no_action(
+        week: tuple[Memory, dict[str, int]]) -> None:
+    memory, ids = week
+    # "patch" is not an edit here: the release's session, not the first change of the store.
+    patch = resolve(memory, "has the first patch release been published anywhere?")
+    assert pointed(patch, ids, memory) == ["release_suite", "release_tag"]
+    assert not patch.ordered and patch.query == "has the first patch release been published anywhere?"
+
+
+def test_something_we_did_is_found_by_the_stems_of_its_words(week: tuple[Memory, dict[str, int]]) -> None:
+    memory, ids = week
+    # The prompt says "drops blank lines"; the question "dropped the blanks".
+    assert pointed(resolve(memory, "what did we do after we dropped the blanks?"), ids, memory) == \
+        ["first_commit", "first_edit"]
 
 
 def test_sessions_named_by_order_or_number(week: tuple[Memory, dict[str, int]]) -> None:

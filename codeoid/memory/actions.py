@@ -114,7 +114,8 @@ _EXPLANATION = re.compile(
     r"\b(why|reasons?|explain(s|ed)?|explanation|cause[sd]?|root cause|c[oa]me from|comes from|decid(e|ed)"
     r"|decisions?|conclu(de|ded|sion)|verdict|review(ed)?|recommend(ed|ation)?|suggest(ed|ion)?|advice|advise[sd]?"
     r"|how does|how do|how did .* work|what was wrong|what went wrong|the problem with|what did (you|we) find"
-    r"|what did (you|we) learn|summar(y|ise|ize)|plan|(could|can|were|did) (you|we) (be able to |manage to )?"
+    r"|what did (you|we) learn|what should (\w+ ){1,4}do|summar(y|ise|ize)|plan"
+    r"|(could|can|were|did) (you|we) (be able to |manage to )?"
     r"(reproduce|find|figure|tell|work out|confirm))\b", re.IGNORECASE)
 
 
@@ -137,10 +138,16 @@ def query_roles(query: str) -> set[str]:
     return {role for role, cue in _ROLE_CUES.items() if cue.search(query)}
 
 
+# A leading clause that says which turn the question is about ("when you checked my setup, why did you ..."): its
+# verbs name the work that turn did, not the episode wanted, which the main clause names.
+_LEADING_CLAUSE = re.compile(r"^\s*(?:when|while|whenever|as|once|after|before)\b[^,?]{0,120},", re.IGNORECASE)
+
+
 def asked(query: str) -> Asked:
     """Everything the question's words say about the episode it wants."""
-    roles = frozenset(query_roles(query))
-    tags = frozenset(tag for tag, cue in _TAG_CUES.items() if cue.search(query)) if "run" in roles else frozenset()
+    main = _LEADING_CLAUSE.sub("", query, count=1)
+    roles = frozenset(query_roles(main))
+    tags = frozenset(tag for tag, cue in _TAG_CUES.items() if cue.search(main)) if "run" in roles else frozenset()
     return Asked(roles, tags, bool(_EXPLANATION.search(query)))
 
 
@@ -167,3 +174,13 @@ def fit(asked_for: Asked, tags: frozenset[str]) -> float:
     if not asked_for.tags:
         return 1.0
     return 0.5 + 0.5 * len(tags & asked_for.tags) / len(asked_for.tags)
+
+
+def fit_or_explains(asked_for: Asked, tags: frozenset[str]) -> float:
+    """`fit`, when the question asks why: then the answer that explains fits whole and a run it names only half
+    ("why did the import crash" wants the explanation first, the crash after it)."""
+    if not asked_for.explanation:
+        return fit(asked_for, tags)
+    if "assistant" in tags:
+        return 0.5
+    return fit(asked_for, tags)

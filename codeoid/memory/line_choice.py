@@ -242,6 +242,12 @@ def _matches(terms: Terms, text: str) -> list[tuple[int, str]]:
             if any(stem in terms.weights for stem in stems.get(word, ()))]
 
 
+def word_prefixes(words: Sequence[str]) -> set[str]:
+    """What every word sharing a porter stem with one of `words` starts with ("bumped" -> "bump", which "bump" and
+    "bumping" start with too)."""
+    return {_prefix(stem) for stems in _stems(list(words)).values() for stem in stems}
+
+
 def _prefix(stem: str) -> str:
     """What every word with this porter stem starts with: the stem, less a final `i` (happy -> happi) or `e`."""
     return stem[:-1] if len(stem) > 3 and stem[-1] in "ie" else stem

@@ -22,7 +22,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from codeoid.memory import actions
+from codeoid.memory import actions, line_choice
 from codeoid.store import queries
 from codeoid.store.queries import Row
 
@@ -58,6 +58,10 @@ _WORK_NOUNS = (r"(?:\w+\s+){0,2}?(thing|things|task|step|bug|problem|issue|fix|f
                r"|run|runs|test|tests|failure|failures|error|errors|crash|edit|edits|time|release|tag|merge|check)\b")
 _ORDER = re.compile(rf"\b(first|earliest|initial|last|latest|most recent|final|newest)\s+{_WORK_NOUNS}",
                     re.IGNORECASE)
+# "the first patch release", "the last merge": an event named by its order is the session it happened in, not the
+# first or last of the action the other words name ("has the first patch release been published?" asks no edit).
+_EVENT_BY_ORDER = re.compile(r"\b(first|earliest|initial|last|latest|most recent|final|newest)\s+(?:[\w-]+\s+){0,2}?"
+                             r"(release|tag|merge)\b", re.IGNORECASE)
 # "right after the release", "just before we merged", "before we cut the first patch release", "once we had merged
 # the teammate's branch": an event word within `_EVENT_REACH` words of the preposition.
 _RELATIVE = re.compile(r"\b(right |just |shortly |soon |immediately |directly )?(before|after|since|following"
@@ -114,7 +118,8 @@ class Days:
 @dataclass(frozen=True)
 class Event:
     """An event a question orders by: a command named by `name` (a key of `_EVENTS`), or, with `name` None, what
-    we did in the words of `phrase` ("before we reviewed the branch"); on which `side`; `close` for "right after";
+    we did in the words of `phrase` ("before we reviewed the branch"); on which `side` ("at": the session it happened
+    in, for "the first patch release"); `close` for "right after";
     `first` for "the first patch release" (else the latest such event); `beside` "session" or "day" for "the
     session after the merge", "the day before we reviewed it" (the next session or day, not the event's own)."""
 
@@ -197,6 +202,10 @@ def read(question: str, today: dt.date | None = None) -> Read:
             where.append(("sessions", match.start(), match.end()))
     masked = _blank(question, [(start, end) for _, start, end in where])
     event = _read_event(masked, where)
+    if event is None and (named := _EVENT_BY_ORDER.search(masked)) is not None:
+        event = Event(name=_EVENT_WORDS[named.group(2).lower()], side="at",
+                      first=named.group(1).lower() in ("first", "earliest", "initial"))
+        where.append(("event at", named.start(), named.end()))
     masked = _blank(question, [(start, end) for _, start, end in where])
     found = _ORDER.search(masked)
     order = None if found is None else "first" if found.group(1).lower() in ("first", "earliest", "initial") \
@@ -308,14 +317,17 @@ def resolve(db: sqlite3.Connection, question: str, *, workspace_id: int | None, 
     resolved.sessions = _picked(words.sessions, ordered, caller_session)
     if "previous" in words.sessions and not resolved.sessions and caller_session and skip_live_of:
         resolved.windows = _previous_window(db, caller_session, skip_live_of)
+    # "after the merge" asks for no merge, "the first patch release" for no patch
+    asked = actions.asked(words.without(question, {"days", "sessions", "event", "event at"}))
     if words.event is not None:
         event = _event(db, words.event, resolved.spans, scope)
-        if event is not None and words.event.beside == "day":
+        if event is not None and words.event.side == "at":
+            resolved.sessions[str(event["session_id"])] = 1.0
+        elif event is not None and words.event.beside == "day":
             resolved.spans += _day_beside(float(event["created_at"]), ordered, words.event.side)
         elif event is not None:
             resolved.around, resolved.side = _around(event, ordered, words.event), words.event.side
         resolved.event_found = event is not None
-    asked = actions.asked(words.without(question, {"days", "sessions", "event"}))  # "after the merge" asks no merge
     if words.order is not None:
         resolved.ordered = _first_or_last(db, words.order, asked, resolved, scope)
     if resolved.anything:
@@ -422,17 +434,19 @@ def _event(db: sqlite3.Connection, event: Event, spans: list[Span], scope: _Scop
 
 def _done(db: sqlite3.Connection, phrase: str, spans: list[Span], scope: _Scope) -> Row | None:
     """The episode of a turn of work that best says `phrase` ("reviewed the branch"): it holds most of the
-    phrase's words. Only turns that hold a tool call count, so a conversation's "after summer camp" points at
-    nothing."""
-    wanted = {word[:5] for word in re.findall(r"[a-z0-9]+", phrase.lower()) if word not in queries.STOP_WORDS}
+    phrase's words, or words of the same stem ("bump" for "bumped"). Only turns that hold a tool call count, so a
+    conversation's "after summer camp" points at nothing."""
+    wanted = line_choice.word_prefixes([word for word in re.findall(r"[a-z0-9]+", phrase.lower())
+                                        if word not in queries.STOP_WORDS])
     if not wanted:
         return None
     for row in queries.search_bm25(db, phrase, workspace_id=scope.workspace_id, limit=10,
                                    skip_live_of=scope.skip_live_of, exclude_origins=scope.exclude_origins):
         if spans and not any(span.start <= float(row["created_at"]) < span.end for span in spans):
             continue
-        held = {word[:5] for word in re.findall(r"[a-z0-9]+", f"{row['input'] or ''} {row['text']}".lower())}
-        if len(wanted & held) * 3 >= len(wanted) * 2 and db.execute(
+        held = set(re.findall(r"[a-z0-9]+", f"{row['input'] or ''} {row['text']}".lower()))
+        said = sum(any(word.startswith(prefix) for word in held) for prefix in wanted)
+        if said * 3 >= len(wanted) * 2 and db.execute(
                 "SELECT 1 FROM episodes WHERE session_id = ? AND turn IS ? AND kind = 'tool' LIMIT 1",
                 (row["session_id"], row["turn"])).fetchone():
             return row
