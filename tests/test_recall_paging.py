@@ -362,6 +362,24 @@ def test_a_long_answer_shown_from_its_middle_keeps_its_opening_verdict(memory: M
     assert_every_line_pages_back(memory, {answer: block})
 
 
+def test_the_best_hit_shows_an_explanation_of_800_characters_whole_and_a_lower_hit_cuts_it(memory: Memory) -> None:
+    """An explanation says its conclusion last ("... little to win there anyway"); the likeliest answer keeps it."""
+    owner = memory.backing("bs-1")
+    filler = " ".join(f"step {n} of the quokka merge" for n in range(1, 26))
+    best = memory.assistant(owner, f"The quokka merge speed-up replaced the recursion. {filler}; so there was little "
+                                   "to win there anyway.")
+    lower = memory.assistant(owner, f"Quokka notes. {filler}; nothing else to add.")
+    assert 700 < len(memory.db.execute("SELECT text FROM episodes WHERE id = ?", (best,)).fetchone()[0]) < 960
+
+    recalled = call(memory, "recall", query="was the quokka merge speed-up worth it?", limit=2)
+
+    blocks = hit_blocks(recalled.text)
+    assert list(blocks) == [best, lower], recalled.text
+    assert sources(blocks[best])[(str(best), 1)].endswith("little to win there anyway.")
+    assert CLIPPED.search(sources(blocks[lower])[(str(lower), 1)])
+    assert_every_line_pages_back(memory, blocks)
+
+
 def test_the_commit_body_shown_is_the_one_under_the_commit_the_question_named(memory: Memory, tmp_path: Path
                                                                               ) -> None:
     """Every commit body speaks of uploads; the one shown is under the subject the question matched (its digest

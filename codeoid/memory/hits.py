@@ -34,6 +34,10 @@ MIN_LINE_BYTES = 64
 # that answered (the week set's tuning half: shown R@5 0.565 -> 0.609 at 480, no other set moved).
 LINE_CHARS = 480
 CLIP_SLACK = 24
+# The best hit's lines are cut at twice that: it is the likeliest answer, and an explanation of 500-900 characters
+# says its cause last ("...so there was little to win there anyway"; the week set's second tuning half: shown R@5
+# 0.500 -> 0.545, the other sets unmoved; the lower hits' share of the budget pays for it).
+TOP_LINE_CHARS = 2 * LINE_CHARS
 # Context lines shown on each side of a chosen line.
 CONTEXT = 1
 # The share of the budget a hit's lines get falls with its rank: the k-th hit's weight is 1 / (1 + k * RANK_SHARE).
@@ -109,7 +113,8 @@ def _render(head: str, rows: Sequence[Row], choices: Sequence[LineChoice], heade
             page_call: PageCall, more_hint: str, left_out: Sequence[Row] = ()) -> str:
     note = _left_out_note(left_out, more_hint)
     fixed = byte_size(head) + sum(byte_size(header) + 3 for header in headers[:len(rows)]) + byte_size(note) + 2
-    sources = [_Sources(row, found) for row, found in zip(rows, choices, strict=False)]
+    sources = [_Sources(row, found, TOP_LINE_CHARS if rank == 0 else LINE_CHARS)
+               for rank, (row, found) in enumerate(zip(rows, choices, strict=False))]
     wanted = [SAY_BYTES * len(source.sections) + _cost(source, _with_context(source, set(source.picks)))
               for source in sources]
     weights = [1 / (1 + rank * RANK_SHARE) for rank in range(len(rows))]
@@ -195,8 +200,9 @@ Key = tuple[str, int]  # a line a hit may show: its source ("text", "raw") and i
 class _Sources:
     """A hit's lines: the episode's text and the raw output's lines the choice carries, the picks best first."""
 
-    def __init__(self, row: Row, found: LineChoice) -> None:
+    def __init__(self, row: Row, found: LineChoice, line_chars: int = LINE_CHARS) -> None:
         self.item = str(row["id"])
+        self.line_chars = line_chars
         self.found = found
         self.text = split_lines(str(row["text"]))
         self.picks: list[Key] = [(pick.source, pick.number) for pick in found.picks]
@@ -260,7 +266,7 @@ def _lines_block(source: _Sources, allowance: int, page_call: PageCall) -> str:
     chosen = [key for key in chosen if key in shown]
     sections = [where for where in source.sections if any(key[0] == where for key in shown)]
     overhead = sum(len(str(number)) + 3 for _, number in shown) + SAY_BYTES * (len(sections) - 1)
-    widths = share_budget([_shown_size(source.line(key) or "") for key in shown],
+    widths = share_budget([_shown_size(source.line(key) or "", source.line_chars) for key in shown],
                           max(room - overhead, MIN_HEAD_BYTES * len(shown)))
     width_of = dict(zip(shown, widths, strict=True))
     parts = []
@@ -329,14 +335,14 @@ def _numbered(source: _Sources, keys: list[Key], picked: set[Key], width_of: Map
 def _cost(source: _Sources, shown: list[Key]) -> int:
     """Bytes the numbered lines take (a `--` gap line included), each cut at `LINE_CHARS`, and the say-line of each
     source past the first."""
-    lines = sum(_shown_size(source.line(key) or "") + len(str(key[1])) + 6 for key in shown)
+    lines = sum(_shown_size(source.line(key) or "", source.line_chars) + len(str(key[1])) + 6 for key in shown)
     return lines + SAY_BYTES * (len({key[0] for key in shown}) - 1)
 
 
-def _shown_size(line: str) -> int:
-    """What a line takes shown with no other limit: all of it, or `LINE_CHARS` of it."""
+def _shown_size(line: str, line_chars: int) -> int:
+    """What a line takes shown with no other limit: all of it, or `line_chars` of it."""
     size = byte_size(line)
-    return size if size <= LINE_CHARS + CLIP_SLACK else LINE_CHARS
+    return size if size <= line_chars + CLIP_SLACK else line_chars
 
 
 def _clip(line: str, width: int, focus: int = 0) -> str:
