@@ -380,6 +380,27 @@ def test_the_best_hit_shows_an_explanation_of_800_characters_whole_and_a_lower_h
     assert_every_line_pages_back(memory, blocks)
 
 
+def test_a_cut_just_after_the_matched_line_shows_what_that_line_went_on_to_say(memory: Memory) -> None:
+    """"3. Install the hooks" was kept and the command under it cut: the raw line shown is that command, not a line
+    that holds the same words elsewhere in the guide."""
+    guide = [f"Paragraph {n} of the guide." for n in range(1, 121)]
+    guide[99] = "Installing the docs build: the guide says to pass no flag; commit the generated pages."
+    guide[59] = "3. Install the quokka commit hooks, which lint your staged files."
+    guide[61] = "    $ quokka install --allow-missing-config"
+    raw.store_raw_output(memory.db, "raw-toolu_guide", command="cat GUIDE.rst",
+                         stdout="\n".join(guide).encode() + b"\n", exit_status=0)
+    shown = "\n".join([*guide[:60], "", "[codeoid] 58 lines cut, raw lines 61-118", *guide[118:]])
+    read = memory.bash(memory.backing("bs-1"), "cat GUIDE.rst", shown, raw_output_id="raw-toolu_guide")
+
+    recalled = call(memory, "recall", query="which flag does the guide pass when installing the commit hooks?",
+                    limit=1)
+
+    block = hit_blocks(recalled.text)[read]
+    raw_shown = {number: line for (where, number), line in sources(block).items() if where == "raw-toolu_guide"}
+    assert any("--allow-missing-config" in line for line in raw_shown.values()), block
+    assert_every_line_pages_back(memory, {read: block})
+
+
 def test_the_commit_body_shown_is_the_one_under_the_commit_the_question_named(memory: Memory, tmp_path: Path
                                                                               ) -> None:
     """Every commit body speaks of uploads; the one shown is under the subject the question matched (its digest

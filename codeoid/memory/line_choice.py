@@ -51,6 +51,10 @@ _WORD = re.compile(r"\w+")
 # How a compressed output names the raw lines a line of it stands for: a commit's digest, a cut's note, a file's
 # line in a diff's index (`compressors`' notes: "..., raw lines 64-73", "(raw lines 1-19)").
 _NAMES_RAW = re.compile(r"\braw lines? ([\d,]+)(?:-([\d,]+))?")
+# How a compressor's note on lines it cut begins ("[codeoid] 45 lines cut, raw lines 61-105"), and how far after a
+# scored line one still continues it.
+CUT_NOTE = "[codeoid] "
+CUT_REACH = 2
 _TOKEN = re.compile(r"[^\W_]+")
 # A run's summary: pytest, unittest, jest/vitest, cargo, go test, type checkers and linters, git's diffstat.
 _COUNT = re.compile(r"\b\d+ (?:passed|failed|skipped|xfailed|xpassed)\b|^(?!collected )[^\n]*\b\d+ deselected\b|"
@@ -200,12 +204,18 @@ def _score(terms: Terms, text: str, lines: Sequence[str], source: str, meaning: 
 
 def _named_raw_lines(scored: Sequence[tuple[float, Pick]], lines: Sequence[str]) -> list[tuple[int, int, float]]:
     """The raw lines each scored text line names, with `EXPANDS` of its score: the commit body under the digest
-    the question matched, the failure under the note that names it, rank above raw lines that match elsewhere."""
+    the question matched, the failure under the note that names it, rank above raw lines that match elsewhere.
+    A cut's note just after a scored line (past a blank one) names what that line went on to say ("3. Install
+    the hooks." and the command cut under it), so it lends the same."""
     named = []
     for score, pick in scored:
-        for found in _NAMES_RAW.finditer(lines[pick.number - 1]):
-            first = int(found[1].replace(",", ""))
-            named.append((first, int((found[2] or found[1]).replace(",", "")), EXPANDS * score))
+        for number in range(pick.number, min(pick.number + CUT_REACH, len(lines)) + 1):
+            line = lines[number - 1]
+            if number > pick.number and not line.startswith(CUT_NOTE):
+                continue
+            for found in _NAMES_RAW.finditer(line):
+                first = int(found[1].replace(",", ""))
+                named.append((first, int((found[2] or found[1]).replace(",", "")), EXPANDS * score))
     return named
 
 
