@@ -52,6 +52,9 @@ def test_other_calls_have_their_role_only() -> None:
     # A leading clause says which turn; the main clause names what is wanted.
     ("when you checked my setup, why did you stop the linter from changing files?", set(), set(), True),
     ("what should the billing folks actually do so their payloads stop failing?", {"run"}, {"failed"}, True),
+    ("what commit message did we use when we fixed the invoices?", {"run"}, {"commit"}, False),
+    # ... unless the main clause names nothing: then the clause does.
+    ("how many tests were picked when we ran only the duration ones?", {"run"}, {"test"}, False),
     # Nouns that name no action: a check, a run of words, passing something along.
     ("cure flaky sign-in check", set(), set(), False),
     ("the diff where we pass the configured help flags through", {"change"}, set(), False),

@@ -77,6 +77,7 @@ def test_each_time_and_order_form_is_read(question: str, expected: dict[str, obj
     "What did Caroline do after summer camp?",  # an event no command is
     "what is the last argument of parse()?",
     "the sign-in check is flaky",
+    "which jobs have to succeed before the pipeline pushes a release?",  # any release, not one that happened
 ])
 def test_ordinary_words_are_not_read_as_time(question: str) -> None:
     found = when.read(question, TODAY)
@@ -208,7 +209,8 @@ def test_sessions_named_by_order_or_number(week: tuple[Memory, dict[str, int]]) 
 def test_words_that_point_at_nothing_in_the_store_change_nothing(week: tuple[Memory, dict[str, int]]) -> None:
     memory, _ = week
     for question in ("what did we do two weeks ago?", "what did we deploy after the rebase?",
-                     "what did we discuss in session 12?"):
+                     "what did we discuss in session 12?",
+                     "what did we run before we stripped it?"):  # one word of what we did is in too much
         resolved = resolve(memory, question)
         assert not resolved.anything and resolved.query == question
 

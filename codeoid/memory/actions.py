@@ -76,6 +76,7 @@ _ANSWERED = (r"(say|said|suggest|suggested|answer|answered|tell|told|recommend|r
 # "we run"): bare, "check", "run" and "commit" are as often nouns ("the sign-in check") that name no action.
 _RUN_NOUNS = (r"\b(output|traceback|stack ?trace|stderr|stdout|error message|exit (code|status)|test run|failures?"
               r"|log|suite|the (crash|failure|error)s?|(the|a|which|last|first|latest) (commit|tag|merge)s?"
+              r"|commit messages?"
               r"|(tests?|suite|it|build|ci|checks?) (still |ever |all )?pass(es)?)\b")
 _RUN_DONE = (r"\b(fail(ed|ing|s)|broke|broken|crash(ed|es|ing)|blew up|went wrong|committed|tagged|merged|pushed"
              r"|checked|verified|confirmed|made sure|ran|passed|passing|measured|timed|benchmarked|profiled"
@@ -103,7 +104,8 @@ _TAG_CUES = {
     "passed": re.compile(r"\b(pass(ed|es|ing)?|green|succeed(ed|s)?|make sure|made sure|verif(y|ied)"
                          r"|confirm(ed)?|check(ed)? (that|whether|if)|work(ed|s)?)\b", re.IGNORECASE),
     "commit": re.compile(rf"\b(committed|tagged|merged|pushed|rebased|cherry-picked)\b|{_SUBJECT}\s+(commit|tag"
-                         r"|merge|push|rebase|cherry-pick)\b|\b(the|a|which|last|first) (commit|tag|merge)\b",
+                         r"|merge|push|rebase|cherry-pick)\b|\b(the|a|which|last|first) (commit|tag|merge)\b"
+                         r"|\bcommit messages?\b",
                          re.IGNORECASE),
     "test": re.compile(r"\b(tests?|suite|test run|check(ed)? (that|whether|if)|make sure|made sure)\b",
                        re.IGNORECASE),
@@ -141,11 +143,15 @@ def query_roles(query: str) -> set[str]:
 # A leading clause that says which turn the question is about ("when you checked my setup, why did you ..."): its
 # verbs name the work that turn did, not the episode wanted, which the main clause names.
 _LEADING_CLAUSE = re.compile(r"^\s*(?:when|while|whenever|as|once|after|before)\b[^,?]{0,120},", re.IGNORECASE)
+_TRAILING_CLAUSE = re.compile(r"(?<=\w)\s+(?:when|while|whenever)\s+(?:we|i|you)\b[^,?]*(?=\?|$)", re.IGNORECASE)
 
 
 def asked(query: str) -> Asked:
     """Everything the question's words say about the episode it wants."""
-    main = _LEADING_CLAUSE.sub("", query, count=1)
+    told = _LEADING_CLAUSE.sub("", query, count=1)
+    main = _TRAILING_CLAUSE.sub("", told, count=1)
+    if not query_roles(main):  # "how many tests were picked when we ran only these": the run is in the clause
+        main = told
     roles = frozenset(query_roles(main))
     tags = frozenset(tag for tag, cue in _TAG_CUES.items() if cue.search(main)) if "run" in roles else frozenset()
     return Asked(roles, tags, bool(_EXPLANATION.search(query)))

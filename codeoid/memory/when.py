@@ -68,6 +68,8 @@ _RELATIVE = re.compile(r"\b(right |just |shortly |soon |immediately |directly )?
                        r"|prior to|ahead of|once|by the time)\b", re.IGNORECASE)
 _EVENT_REACH = 6
 _EVENT_CHARS = 160  # where those words are looked for
+# "before the pipeline pushes a release", "after every merge": any such event, not one the store can point at.
+_ANY = frozenset({"a", "an", "any", "every", "each"})
 # "before we reviewed the branch", "after I asked about the cache": something done, by its own words.
 _WE_DID = re.compile(r"\s*(?:we|i|you)\s+(?:had\s+|have\s+|finally\s+|first\s+)?((?:[\w'-]+ed|ran|wrote|did"
                      r"|made|took|found|saw|began|read|met)(?:\s+[\w'-]+){0,4})", re.IGNORECASE)
@@ -220,7 +222,8 @@ def _read_event(masked: str, where: list[tuple[str, int, int]]) -> Event | None:
     for match in _RELATIVE.finditer(masked):
         after = masked[match.end():match.end() + _EVENT_CHARS]  # bounded: a hostile question repeats "before"
         words = list(re.finditer(r"[\w'-]+", after))[:_EVENT_REACH]
-        named = next((w for w in words if w.group(0).lower() in _EVENT_WORDS), None)
+        named = next((w for at, w in enumerate(words) if w.group(0).lower() in _EVENT_WORDS
+                      and (at == 0 or words[at - 1].group(0).lower() not in _ANY)), None)
         done = _WE_DID.match(after) if named is None else None
         if named is None and done is None:
             continue
@@ -434,11 +437,11 @@ def _event(db: sqlite3.Connection, event: Event, spans: list[Span], scope: _Scop
 
 def _done(db: sqlite3.Connection, phrase: str, spans: list[Span], scope: _Scope) -> Row | None:
     """The episode of a turn of work that best says `phrase` ("reviewed the branch"): it holds most of the
-    phrase's words, or words of the same stem ("bump" for "bumped"). Only turns that hold a tool call count, so a
-    conversation's "after summer camp" points at nothing."""
+    phrase's words (two at least), or words of the same stem ("bump" for "bumped"). Only turns that hold a tool call
+    count, so a conversation's "after summer camp" points at nothing."""
     wanted = line_choice.word_prefixes([word for word in re.findall(r"[a-z0-9]+", phrase.lower())
                                         if word not in queries.STOP_WORDS])
-    if not wanted:
+    if len(wanted) < 2:  # "before I took it over": one ordinary word ("took") is in any long output
         return None
     for row in queries.search_bm25(db, phrase, workspace_id=scope.workspace_id, limit=10,
                                    skip_live_of=scope.skip_live_of, exclude_origins=scope.exclude_origins):
