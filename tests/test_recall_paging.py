@@ -294,6 +294,34 @@ def test_a_question_of_how_many_shows_the_runs_count_line_though_it_holds_none_o
     assert_every_line_pages_back(memory, {run: block})
 
 
+def test_a_question_about_a_failure_shows_the_failing_tests_ids_before_assertion_details(memory: Memory) -> None:
+    """The assertion lines share the question's ordinary words ("field", "name"); the ids name the failures."""
+    owner = memory.backing("bs-1")
+    tests = ("test_data_key_as_empty_string", "test_partial_nested_prefix", "test_merge_two_dicts")
+    report = ["=================================== FAILURES ==================================="]
+    for name in tests:
+        report += [f"___ {name} ___", "    def test(self):", "        errors = load(payload)",
+                   "E   AssertionError: assert ['Unknown field name.'] == []",
+                   "E     Left contains one more item: 'Unknown field name.'"]
+    report += ["=========================== short test summary info ============================",
+               *(f"FAILED tests/test_schema.py::{name} - AssertionError" for name in tests),
+               "3 failed, 410 passed in 4.02s"]
+    run = memory.tool(owner, "Bash", {"command": "pytest tests/test_schema.py"}, None,
+                      error="Exit code 1\n" + "\n".join(report))
+    report.insert(0, "Exit code 1")
+
+    recalled = call(memory, "recall", query="among the failures, was one about a field whose name is left blank?",
+                    limit=1)
+
+    block = hit_blocks(recalled.text)[run]
+    best = re.search(r'best: get_episode\("\d+", lines="(\d+)-(\d+)', block)
+    assert best is not None, block
+    best_lines = report[int(best.group(1)) - 1:int(best.group(2))]
+    assert any(line.startswith("FAILED ") for line in best_lines), block
+    assert not any(line.startswith("E ") for line in best_lines), block
+    assert_every_line_pages_back(memory, {run: block})
+
+
 def compressed_history(memory: Memory, tmp_path: Path, messages: list[str], *log_args: str,
                        tool_use_id: str = "toolu_log") -> tuple[bytes, str]:
     """A repository with a commit for each message: its `git log` (with `log_args`) and what `codeoid-compress`
