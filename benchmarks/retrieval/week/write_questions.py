@@ -197,6 +197,108 @@ QUESTIONS: list[tuple[str, str, str, list[str], str | list[str]]] = [
     ("lexical", "lexical", "partial_repro.py traceback", ["s15.repro"], "partial_repro.py"),
 ]
 
+# A second tuning half, written later and the same way (from the session scripts and the stored episodes, by a
+# session that ran no recall on this set), when the first tuning half no longer told changes apart: ids x001-x044,
+# split `tune2`. One question names a weekday ("Tuesday morning this week"): it holds only when the set is prepared
+# on a Friday, the day it was written, and is left out on other days (`WEEKDAY_BOUND`).
+SECOND_TUNING: list[tuple[str, str, str, list[str], str | list[str]]] = [
+    # turn (8)
+    ("turn","natural","what had been going on in the repository just before I took it over, and had my predecessor changed anything that matters?",
+     ["s01.a3"], "release housekeeping"),
+    ("turn","natural","when you checked my setup, why did you stop the linter from changing files on its own?",
+     ["s02.a1"], "rewriting files behind your back"),
+    ("turn","natural","what should the billing folks actually do so their payloads with extra keys stop failing?",
+     ["s04.a1"], "EXCLUDE in Meta is the usual choice"),
+    ("turn","natural","when we got the first patch release ready, which of the commits since the last upstream release did we leave out of the notes, and why?",
+     ["s08.a1"], "none of which belongs in user-facing notes"),
+    ("turn","natural","has the first patch release actually been published anywhere, or is it only local?",
+     ["s08.a2"], ["Publishing is still a manual step", "nothing has left this machine"]),
+    ("turn","natural","what ended up in the release notes for the feature release besides the new duration support?",
+     ["s14.a2"], "three fixes since"),
+    ("turn","natural","how did the problem with partially loading a renamed nested field get past our tests and into a release?",
+     ["s15.a1"], "No existing test loaded"),
+    ("turn","natural","was there really much speed to win from that faster way of combining error messages?",
+     ["s11.a1"], "little to win there anyway"),
+    # action (9)
+    ("action","natural","what commit message did we use when we fixed the invoices being a cent off?",
+     ["s05.commit", "s07.log", "s08.log", "s08.log_after", "s09.graph", "s16.log"], "Restore rounding argument in Decimal quantize"),
+    ("action","natural","what did we call the commit that fixed the shifted times for the customer in Chicago?",
+     ["s13.commit", "s16.log"], "Keep the sign of negative UTC offsets"),
+    ("action","natural","after combining the teammate's feature branch, what did the history graph show on top?",
+     ["s09.graph", "s09.merge_commit"], "Merge branch 'priya/timedelta-iso' into dev"),
+    ("action","natural","what did we read to find out how the documentation is supposed to get built?",
+     ["s12.tox", "s12.a1"], "extras = docs"),
+    ("action","natural","how many tests broke when we ran the date tests while the offset sign was wrong?",
+     ["s13.fail", "s13.a1"], ["4 failed, 413 passed", "four failures"]),
+    ("action","natural","how many of the validator tests were failing when we looked into the username being turned away at exactly the limit?",
+     ["s03.fail"], "2 failed, 175 passed"),
+    ("action","natural","did we check whether git was already set up here to remember how conflicts got resolved?",
+     ["s16.a2"], "off in this clone"),
+    ("action","natural","when we searched the history for where the money field passes its rounding mode, which other commit turned up besides the culprit?",
+     ["s05.pickaxe"], "Add Decimal field"),
+    ("action","natural","which columns did we keep when we timed a trimmed-down dump of the report rows?",
+     ["s06.write_bench", "s06.a2"], ['"author.first", "author.last"', "author's first and last name"]),
+    # topic (8)
+    ("topic","natural","where did the bug with one of two validation messages going missing come from?",
+     ["s11.log", "s11.show", "s11.a1"], ["Speed up merge_errors for two dicts", "Marco's speed-up"]),
+    ("topic","natural","what was the problem with the changelog on the branch we reviewed?",
+     ["s07.a1"], "will collide with whatever we write"),
+    ("topic","natural","how can an app get a different rounding mode everywhere without a library-wide switch?",
+     ["s05.a2"], "getcontext().rounding"),
+    ("topic","natural","which part of dumping a row turned out to be the expensive bit?",
+     ["s06.a2"], "nested schema is the expensive part"),
+    ("topic","natural","which of this sprint's fixes came with a brand new test?",
+     ["s15.a1"], "added a regression test"),
+    ("topic","natural","what changed about the supported interpreter versions in the last upstream release?",
+     ["s01.a3", "s08.read_changelog", "s09.read_conflict"], ["3.8 dropped", "Drop support for Python 3.8"]),
+    ("topic","natural","what error does a caller get when they send a badly formed duration?",
+     ["s07.a1", "s07.diff"], "Not a valid period of time"),
+    ("topic","natural","why doesn't our own repository hit that import failure on the build server, even with the same layout?",
+     ["s12.a3"], "installs the package first"),
+    # time (8)
+    ("time","natural","on the afternoon of my first day on the library, what did I ask you to check?",
+     ["s02.p1", "s02.a1"], ["sanity check", "You're on CPython"]),
+    ("time","natural","ten days ago in the afternoon, whose complaint did we look into?",
+     ["s04.p1", "s04.a1"], "webhook payloads"),
+    ("time","natural","what did we commit on Tuesday morning this week?",
+     ["s10.commit", "s16.log"], "Remove unused import from the duration tests"),
+    ("time","natural","this morning, what did I ask for right after we fixed the nested loading problem?",
+     ["s16.p1", "s16.a1"], ["for the standup", "Since 3.23.0, user-visible"]),
+    ("time","natural","the first time a full run of the suite came back red, how many failures were there?",
+     ["s05.suite_fail"], "3 failed, 1228 passed"),
+    ("time","natural","what was the last fix we committed before tagging the second release?",
+     ["s14.commit_fix", "s16.log"], "Honour data_key when detecting unknown fields"),
+    ("time","natural","the most recent time we bumped the version, what did the project metadata end up saying?",
+     ["s14.version"], 'version = "3.24.0"'),
+    ("time","natural","what was the very first support ticket I brought to you?",
+     ["s03.p1", "s03.a1"], ["Support ticket from the accounts team", "It's ours"]),
+    # line (8)
+    ("line","natural","which jobs have to succeed before the hosted pipeline pushes a release to the package index?",
+     ["s12.workflow"], "needs: [mypy, build, tests, lint-pre-release]"),
+    ("line","natural","why does the pipeline run its own lint job only when a tag is pushed?",
+     ["s12.workflow"], "duplicates pre-commit.ci"),
+    ("line","natural","is there a ready-made test-runner environment for the speed script, and which settings does it use?",
+     ["s12.tox"], "[testenv:benchmark]"),
+    ("line","natural","where in the source is the default message for input keys that no field claims defined?",
+     ["s04.grep"], "schema.py:313"),
+    ("line","natural","among the failures before the second release, was there one about a field whose external name is left blank?",
+     ["s14.suite_fail"], "data_key_as_empty_string"),
+    ("line","natural","what extra flag does the contributor guide pass when installing the commit hooks?",
+     ["s02.contributing"], "--allow-missing-config"),
+    ("line","natural","how does the bundled speed script turn its timings into a per-object figure?",
+     ["s06.cat_bench"], "best * 1e6 / iterations / len(quotes)"),
+    ("line","natural","which malformed inputs does the branch's test for rejected durations try?",
+     ["s07.diff"], '"P1Y2D", "1D", "PT1H2"'),
+    # lexical (3)
+    ("lexical","lexical","test_load_many_stores_error_indices failure",
+     ["s11.fail"], "test_load_many_stores_error_indices"),
+    ("lexical","lexical","Decimal._format_num quantize without rounding",
+     ["s05.a1", "s05.read"], "_format_num"),
+    ("lexical","lexical","where is sub_partial built from the nested prefix?",
+     ["s15.read", "s15.fix"], "sub_partial"),
+]
+WEEKDAY_BOUND = {"what did we commit on Tuesday morning this week?": 4}  # Monday is 0
+
 
 def main() -> None:
     seen: dict[tuple[str, str], int] = {}
@@ -206,6 +308,10 @@ def main() -> None:
         seen[(kind, style)] = order + 1
         rows.append({"id": f"w{number:03d}", "class": kind, "style": style, "question": question, "answers": answers,
                      "evidence": evidence, "split": "tune" if order % 2 == 0 else "heldout"})
+    for number, (kind, style, question, answers, evidence) in enumerate(SECOND_TUNING, 1):
+        rows.append({"id": f"x{number:03d}", "class": kind, "style": style, "question": question, "answers": answers,
+                     "evidence": evidence, "split": "tune2",
+                     **({"weekday": WEEKDAY_BOUND[question]} if question in WEEKDAY_BOUND else {})})
     with open(HERE / "questions.jsonl", "w") as out:
         for row in rows:
             out.write(json.dumps(row) + "\n")
