@@ -50,6 +50,8 @@ def at(days_ago: int, hour: float) -> float:
     ("what was the earliest session about?", {"sessions": ("first",)}),
     ("what did the latest conversation cover?", {"sessions": ("last",)}),
     ("what was the last commit we made?", {"order": "last"}),
+    ("on the afternoon of my first day on the library, what did I ask?", {"end_days": (("first", "afternoon"),)}),
+    ("what did we finish on our last day?", {"end_days": (("last", None),)}),
     ("has the first patch release been published anywhere?",
      {"event": when.Event("release", "at", first=True), "order": None}),
     ("was everything green for the latest release?", {"event": when.Event("release", "at"), "order": None}),
@@ -78,6 +80,8 @@ def test_each_time_and_order_form_is_read(question: str, expected: dict[str, obj
     "what is the last argument of parse()?",
     "the sign-in check is flaky",
     "which jobs have to succeed before the pipeline pushes a release?",  # any release, not one that happened
+    "what is the first day of the month?",
+    "How was Caroline's first day at the new job?",
 ])
 def test_ordinary_words_are_not_read_as_time(question: str) -> None:
     found = when.read(question, TODAY)
@@ -149,6 +153,13 @@ def test_a_day_and_a_part_of_it_point_at_what_happened_then(week: tuple[Memory, 
     assert {ids["after_prompt"]} <= set(three.added)  # found by the day alone, not by any word
     assert resolve(memory, "what did we work on three days ago in the afternoon?").query == \
         "what did we work on?"
+
+
+def test_the_first_day_is_the_first_day_the_workspace_saw_work(week: tuple[Memory, dict[str, int]]) -> None:
+    memory, ids = week
+    first = resolve(memory, "what did I ask for on my first day?")
+    assert pointed(first, ids, memory) == ["first_commit", "first_edit", "first_prompt"]
+    assert first.query == "what did I ask for?"
 
 
 def test_the_first_and_the_last_of_an_action(week: tuple[Memory, dict[str, int]]) -> None:

@@ -4,7 +4,8 @@ commit", "the first test run that failed", "right after the release", "in the pr
 A question about *when* shares no word with its answer: "what did we do yesterday afternoon?" matches nothing,
 and "the last commit we made" matches every commit alike. So the time words are read apart (`read`), resolved
 against the workspace's sessions and events (`resolve`), and become a bonus for the episodes they point at, with
-those episodes added as candidates (`Resolved`): the episodes of a day or part of a day, of a session picked by
+those episodes added as candidates (`Resolved`): the episodes of a day or part of a day (the first or last day of
+the workspace's work among them: "on my first day"), of a session picked by
 order or by number, the sessions next to an event (the merge, the release, a tag) on the side the question names,
 and the first or last episode of the action the question names (`codeoid.memory.actions`).
 
@@ -43,6 +44,10 @@ _YESTERDAY = re.compile(rf"\b(?:(the day before yesterday)|yesterday{_DAY_PART}|
 _DAYS_AGO = re.compile(rf"\b{_NUMBER}\s+days?\s+ago{_DAY_PART}\b", re.IGNORECASE)
 _WEEKS_AGO = re.compile(rf"\b{_NUMBER}\s+weeks?\s+ago\b", re.IGNORECASE)
 _WEEK = re.compile(r"\b(last|this|previous|past)\s+week\b|\bearlier this week\b", re.IGNORECASE)
+# "on my first day", "the afternoon of our last day": the first or last day the workspace saw work.
+# Not "the first day of the month" or "my first day at the new job": a day of something else.
+_END_DAY = re.compile(rf"\b(?:(?:in |on )?the {_PART} of |on )?(?:my|our|the) (?P<which>first|last) day\b"
+                      rf"(?! (?:of|at|in)\b){_DAY_PART}", re.IGNORECASE)
 _WEEKDAY = re.compile(rf"\b(?:on|last)\s+({'|'.join(_WEEKDAYS)})\b{_DAY_PART}", re.IGNORECASE)
 _SESSION_WORD = r"(?:session|conversation|chat|window)"
 _PREVIOUS_SESSION = re.compile(rf"\b(?:previous|last|prior|earlier)\s+{_SESSION_WORD}\b|\b{_SESSION_WORD}\s+before"
@@ -141,13 +146,14 @@ class Read:
 
     days: tuple[Days, ...] = ()
     sessions: tuple[str, ...] = ()  # "previous", "this", "first", "last", or a number "8"
+    end_days: tuple[tuple[str, str | None], ...] = ()  # ("first" or "last", part of the day) of the workspace's work
     order: str | None = None  # "first" or "last": of the action the question names
     event: Event | None = None
     where: tuple[tuple[str, int, int], ...] = ()
 
     @property
     def anything(self) -> bool:
-        return bool(self.days or self.sessions or self.order or self.event)
+        return bool(self.days or self.end_days or self.sessions or self.order or self.event)
 
     def without(self, text: str, kinds: set[str]) -> str:
         """`text` without the words of the pointers of `kinds`."""
@@ -187,6 +193,10 @@ def read(question: str, today: dt.date | None = None) -> Read:
     for match in _WEEKDAY.finditer(question):
         back = (today.weekday() - _WEEKDAYS.index(match.group(1).lower())) % 7 or 7
         day(match, Days(back, back, _part(match.group(0))))
+    end_days = []
+    for match in _END_DAY.finditer(_blank(question, [(start, end) for _, start, end in where])):
+        end_days.append((match.group("which").lower(), _part(match.group(0))))
+        where.append(("days", match.start(), match.end()))
     masked = _blank(question, [(start, end) for _, start, end in where])
     sessions: list[str] = []
     for pattern, name in ((_PREVIOUS_SESSION, "previous"), (_THIS_SESSION, "this")):
@@ -212,7 +222,7 @@ def read(question: str, today: dt.date | None = None) -> Read:
     found = _ORDER.search(masked)
     order = None if found is None else "first" if found.group(1).lower() in ("first", "earliest", "initial") \
         else "last"
-    return Read(tuple(days), tuple(dict.fromkeys(sessions)), order, event, tuple(where))
+    return Read(tuple(days), tuple(dict.fromkeys(sessions)), tuple(end_days), order, event, tuple(where))
 
 
 def _read_event(masked: str, where: list[tuple[str, int, int]]) -> Event | None:
@@ -317,6 +327,7 @@ def resolve(db: sqlite3.Connection, question: str, *, workspace_id: int | None, 
     resolved.spans = [span for span in (_span(days, now) for days in words.days)
                       if _count(db, "e.created_at >= ? AND e.created_at < ?", [span.start, span.end], scope)]
     ordered = _sessions(db, workspace_id)
+    resolved.spans += [_end_day(ordered, which, part) for which, part in words.end_days if ordered]
     resolved.sessions = _picked(words.sessions, ordered, caller_session)
     if "previous" in words.sessions and not resolved.sessions and caller_session and skip_live_of:
         resolved.windows = _previous_window(db, caller_session, skip_live_of)
@@ -339,6 +350,16 @@ def resolve(db: sqlite3.Connection, question: str, *, workspace_id: int | None, 
                                         ("event", resolved.event_found)) if found}
     resolved.query = words.without(question, pointed) if pointed else question
     return resolved
+
+
+def _end_day(ordered: list[tuple[str, float, float]], which: str, part: str | None) -> Span:
+    """The first or last day the workspace saw work (its oldest session's first episode, its newest's last), or
+    the part of it named."""
+    at = ordered[0][1] if which == "first" else max(last for _, _, last in ordered)
+    day = dt.datetime.fromtimestamp(at).date()
+    start_hour, end_hour = _PARTS[part]
+    return Span((dt.datetime.combine(day, dt.time()) + dt.timedelta(hours=start_hour)).timestamp(),
+                (dt.datetime.combine(day, dt.time()) + dt.timedelta(hours=end_hour)).timestamp())
 
 
 def _span(days: Days, now: float) -> Span:
