@@ -429,6 +429,25 @@ def test_a_cut_just_after_the_matched_line_shows_what_that_line_went_on_to_say(m
     assert_every_line_pages_back(memory, {read: block})
 
 
+def test_a_third_matching_line_is_shown_before_the_long_context_of_the_first(memory: Memory) -> None:
+    """The best line's context (past a blank line) is a long paragraph; a line that answers takes its place."""
+    owner = memory.backing("bs-1")
+    filler = " ".join(f"detail {n} of the approach" for n in range(1, 16))
+    review = memory.assistant(owner, "\n".join([
+        "Review of the quokka branch (the feature, then a changelog entry):", "", f"- The approach is sound. {filler}.",
+        "- The pattern covers weeks.", "- Her tests pass on the quokka branch.", "- Nits: float rounding.",
+        "- The changelog entry opens a new section, which will collide with whatever we write next.", "",
+        "My suggestion: approve."]))
+
+    recalled = call(memory, "recall", query="what was the problem with the changelog on the quokka branch?", limit=1,
+                    budget_tokens=300)
+
+    block = hit_blocks(recalled.text)[review]
+    shown = sources(block)
+    assert "will collide" in shown.get((str(review), 7), ""), block
+    assert_every_line_pages_back(memory, {review: block})
+
+
 def test_the_commit_body_shown_is_the_one_under_the_commit_the_question_named(memory: Memory, tmp_path: Path
                                                                               ) -> None:
     """Every commit body speaks of uploads; the one shown is under the subject the question matched (its digest

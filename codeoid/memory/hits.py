@@ -256,7 +256,7 @@ def _lines_block(source: _Sources, allowance: int, page_call: PageCall) -> str:
     shown: list[Key] = []
     for key in source.picks:
         for trial in (_with_context(source, {*chosen, key}), _ordered(source, {*shown, key, *_next(source, key)}),
-                      _ordered(source, {*shown, key})):
+                      _ordered(source, {*shown, key}), _ordered(source, {*chosen, key})):
             if not chosen or _cost(source, trial) <= room:
                 chosen.append(key)
                 shown = trial
