@@ -53,6 +53,7 @@ def test_other_calls_have_their_role_only() -> None:
     ("when you checked my setup, why did you stop the linter from changing files?", set(), set(), True),
     ("what should the billing folks actually do so their payloads stop failing?", {"run"}, {"failed"}, True),
     ("what commit message did we use when we fixed the invoices?", {"run"}, {"commit"}, False),
+    ("which other commit turned up besides the culprit?", {"run"}, {"commit"}, False),
     # ... unless the main clause names nothing: then the clause does.
     ("how many tests were picked when we ran only the duration ones?", {"run"}, {"test"}, False),
     # Nouns that name no action: a check, a run of words, passing something along.
