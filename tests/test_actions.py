@@ -74,3 +74,10 @@ def test_a_question_that_asks_why_gives_the_answer_half_a_role_and_a_named_run_i
     assert fit_or_explains(why, failing_run) == fit(why, failing_run) == 1.0
     plain = asked("what crashed when we ran the tests?")
     assert fit_or_explains(plain, frozenset({"assistant"})) == 0.0
+
+
+def test_an_action_named_only_in_a_clause_that_says_which_turn_weighs_half() -> None:
+    clause = asked("which columns did we keep when we timed the trimmed dump?")
+    assert clause.roles == {"run"} and clause.strength == 0.5
+    main = asked("what did the timing report when we trimmed the dump?")
+    assert main.strength == 1.0

@@ -307,7 +307,7 @@ class ZFusion:
         age_days = max(0.0, self.now - stamp) / SECONDS_PER_DAY
         score += weights.recency * 0.5 ** (age_days / max(weights.recency_half_life_days, 1e-6))
         score += weights.path * path_overlap(self._paths, paths)
-        score += weights.role * actions.fit_or_explains(self.asked, tags)
+        score += weights.role * self.asked.strength * actions.fit_or_explains(self.asked, tags)
         score += weights.date * on_named_day(stamp, self._days)
         if self.when is not None and weights.time:
             score += weights.time * self.when.bonus(episode_id, stamp, session_id)
