@@ -20,7 +20,7 @@ resamples over questions, seed 7; differences between configurations are paired.
 
     .venv/bin/python benchmarks/retrieval/through_mcp.py prepare --home /tmp/people-home
     .venv/bin/python benchmarks/retrieval/through_mcp.py ask --home /tmp/people-home --out runs.json \\
-        bm25:CODEOID_VECTOR=off fused: role1:CODEOID_RECALL_ROLE=1
+        bm25:CODEOID_RECALL_DENSE=0 fused: role1:CODEOID_RECALL_ROLE=1
     .venv/bin/python benchmarks/retrieval/through_mcp.py report runs.json
 
 `--set coding` and `--set week` are coding histories of one project each (`coding/`, `week/`); `week` was made with
@@ -30,7 +30,7 @@ morning's sessions are over):
 
     .venv/bin/python benchmarks/retrieval/through_mcp.py prepare --set week --home /tmp/week-home
     .venv/bin/python benchmarks/retrieval/through_mcp.py ask --set week --split tune --field shown \\
-        --home /tmp/week-home --out week-runs.json bm25:CODEOID_VECTOR=off fused:
+        --home /tmp/week-home --out week-runs.json bm25:CODEOID_RECALL_DENSE=0 words:CODEOID_VECTOR=off fused:
 """
 
 from __future__ import annotations

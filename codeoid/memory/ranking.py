@@ -92,7 +92,8 @@ class RecallWeights:
 
 
 def vector_enabled() -> bool:
-    """`CODEOID_VECTOR=off` turns semantic memory off: no indexer, recall is BM25 alone."""
+    """`CODEOID_VECTOR=off` turns semantic memory off: no indexer, recall ranks by words (with time, actions and
+    turns) and not by meaning."""
     return os.environ.get("CODEOID_VECTOR", "on").strip().lower() not in ("off", "0", "false", "no")
 
 

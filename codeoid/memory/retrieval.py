@@ -1,8 +1,8 @@
 """Finding history to page back: ranked episodes for a query, the caller's own window, the latest read of a file.
 
 `recall_ranked` is the one entry point for ranked retrieval (`recall` is its rows alone); the MCP server and
-`codeoid search` both call it: BM25 and vector candidates fused (`codeoid.memory.ranking`), BM25 alone when the
-vector index cannot answer, and the result says which.
+`codeoid search` both call it: BM25 and vector candidates fused (`codeoid.memory.ranking`), BM25's candidates alone
+(still with time, actions and turns) when the vector index cannot answer, and the result says which.
 """
 
 from __future__ import annotations
@@ -78,7 +78,7 @@ def recall_ranked(db: sqlite3.Connection, query: str, *, workspace_id: int | Non
     dense_beside = _dense_beside(db, query, workspace_id, pool) if weights.dense else None
     lexical, lexical_stats = _lexical_candidates(db, query, workspace_id, pool, skip_live_of, weights.columns()) \
         if weights.bm25 else ([], queries.LexicalStats(0.0, 0.0, 0))
-    if dense_beside is None:  # BM25 alone, by choice: the ranking a fallback gives
+    if dense_beside is None:  # BM25 alone, by choice (`dense=0`): the benchmarks' reference
         return Recalled(lexical[:limit], "BM25")
     dense, fallback = dense_beside()
     if dense is None and not weights.zscore:
@@ -234,7 +234,7 @@ _no_vectors: ContextVar[str | None] = ContextVar("codeoid_no_vectors", default=N
 
 @contextmanager
 def without_vectors(reason: str) -> Iterator[None]:
-    """Within this block recall is BM25 alone and its answer says `reason`."""
+    """Within this block recall ranks by words alone and its answer says `reason`."""
     token = _no_vectors.set(reason)
     try:
         yield
