@@ -258,7 +258,9 @@ def test_codeoid_search_prints_the_same_hits_and_show_lines_pages_exactly(memory
     assert bad.returncode != 0 and "is not a line range" in bad.stderr
 
 
-def test_the_line_with_the_stores_rare_word_comes_first_not_one_with_a_word_every_session_uses(memory: Memory) -> None:
+def test_the_line_with_the_stores_rare_word_is_the_best_not_one_with_a_word_every_session_uses(memory: Memory) -> None:
+    """The common word's line may still be shown where the room allows (it holds a query word), but the hit's
+    best lines, and its page call, are the rare word's."""
     owner = memory.backing("bs-1")
     for number in range(30):  # "deploy" is in every session's talk; "rollback" only in the runbook below
         memory.assistant(owner, f"Deploy {number} went out at noon; the deploy log is clean.")
@@ -275,8 +277,9 @@ def test_the_line_with_the_stores_rare_word_comes_first_not_one_with_a_word_ever
     block = hit_blocks(recalled.text)[read]
     best = re.search(r'best: get_episode\("\d+", lines="(\d+)(?:-(\d+))?"\)', block)
     assert best is not None and int(best.group(1)) <= 120 <= int(best.group(2) or best.group(1)), block
-    assert "120: Rollback: rerun the previous tag's pipeline" in block
-    assert "5: Deploy from main" not in block
+    for line in ("120: Rollback: rerun the previous tag's pipeline", "121: A rollback keeps the database",
+                 "122: The rollback takes about four minutes."):
+        assert line in block, block
 
 
 def test_a_question_of_how_many_shows_the_runs_count_line_though_it_holds_none_of_its_words(memory: Memory) -> None:
