@@ -357,7 +357,7 @@ def report(args: argparse.Namespace) -> None:
     questions = _questions(args.set)
     by = "R@5" if args.set in PROJECTS else "R@10"  # what the per-class breakdown counts
     out: dict[str, Any] = {}
-    for half in ("tune", "tune2", "heldout"):
+    for half in ("tune", "tune2", "tune3", "heldout"):
         members = [q for q in questions if q["split"] == half]
         if not members:
             continue
@@ -410,7 +410,7 @@ def main() -> None:
     ask_cmd = commands.add_parser("ask", help="ask every question through codeoid-mcp per configuration")
     ask_cmd.add_argument("--home", type=Path, required=True)
     ask_cmd.add_argument("--out", type=Path, required=True)
-    ask_cmd.add_argument("--split", choices=("tune", "tune2", "heldout"))
+    ask_cmd.add_argument("--split", choices=("tune", "tune2", "tune3", "heldout"))
     ask_cmd.add_argument("--set", choices=sorted(SETS), default="people")
     ask_cmd.add_argument("--field", choices=("top", "shown"), default="top",
                          help="shown: a hit counts only when the lines it shows hold the question's evidence")

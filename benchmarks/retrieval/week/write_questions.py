@@ -299,6 +299,136 @@ SECOND_TUNING: list[tuple[str, str, str, list[str], str | list[str]]] = [
 ]
 WEEKDAY_BOUND = {"what did we commit on Tuesday morning this week?": 4}  # Monday is 0
 
+# A third tuning half, written the same way by a session that ran no recall on it, after the second had been tuned
+# on: ids y001-y040, split `tune3`, for the round after. Each row's comment names the episode or raw output its
+# evidence was found in.
+THIRD_TUNING: list[tuple[str, str, str, list[str], str | list[str]]] = [
+    # turn (7)
+    # verified: s02.a1 = ep 19
+    ("turn", "natural", "if I edit the library's code in this checkout, do my edits apply right away or do I have to set it up again?",
+     ["s02.a1"], "take effect without reinstalling"),
+    # verified: s02.a2 = ep 22
+    ("turn", "natural", "what gets installed along with the contributor dependencies the guide tells you to set up?",
+     ["s02.a2"], "pulls in the test extra, tox and pre-commit"),
+    # verified: s10.a1 = ep 95
+    ("turn", "natural", "why did you put the lint cleanup in a commit of its own instead of folding it into the merge?",
+     ["s10.a1"], "so the merge commit stays as"),
+    # verified: s16.a2 = ep 159
+    ("turn", "natural", "would having git remember how we settled conflicts actually have helped with the clash we ran into?",
+     ["s16.a2"], "would have saved nothing"),
+    # verified: s15.a1 = ep 153 ("It needs a 3.24.1"), s16.a1 = ep 156 ("fixed this morning, not released")
+    ("turn", "natural", "the fix for the ticket that came in overnight: is it in a published version yet, or do we owe users another one?",
+     ["s15.a1", "s16.a1"], ["It needs a 3.24.1", "fixed this morning, not released"]),
+    # verified: s12.a1 = ep 109
+    ("turn", "natural", "what were my two options for getting a local documentation build working?",
+     ["s12.a1"], "keep it in its own environment"),
+    # verified: s14.a1 = ep 134 (both alternatives)
+    ("turn", "natural", "right before we shipped the feature release, what exactly was wrong with the check that flags input no field asked for?",
+     ["s14.a1"], ["compared the incoming keys with the attribute names", "even though it had just been loaded"]),
+    # action (7)
+    # verified: s05.pass = ep 44 ("506 passed"), s05.a1 = ep 47 ("both test modules pass")
+    ("action", "natural", "once the rounding was put back, which tests did we rerun and how did they do?",
+     ["s05.pass", "s05.a1"], ["506 passed", "both test modules pass"]),
+    # verified: s13.pass = ep 123 and its raw raw-toolu_018DT09XdxOr4whrmXh03vhQ
+    ("action", "natural", "after restoring the minus sign on offsets, how many of the date and loading tests came back green?",
+     ["s13.pass"], "417 passed"),
+    # verified: s12.grep_layout = ep 114
+    ("action", "natural", "how did we check that this repository keeps its package in the same kind of layout as my side project?",
+     ["s12.grep_layout"], 'src = ["src"]'),
+    # verified: s14.a2 = ep 142 (the tag command itself, ep 141, has no output)
+    ("action", "natural", "did the feature release get a real tag object with a message, and where does it sit?",
+     ["s14.a2"], "annotated tag are on dev"),
+    # verified: s15.write_repro = ep 144
+    ("action", "natural", "what little script did we write to reproduce the ticket that arrived overnight, and what input did it feed in?",
+     ["s15.write_repro"], 'payload = {"name": "Ada"'),
+    # verified: s11.suite_pass = ep 102 ("1242 passed"), s11.a1 = ep 104 ("the complete suite passes again")
+    ("action", "natural", "after fixing the validation messages that clobbered each other, did we rerun only the failing modules or everything?",
+     ["s11.suite_pass", "s11.a1"], ["1242 passed", "the complete suite passes again"]),
+    # verified: s04.read_docs = ep 36
+    ("action", "natural", "which part of the getting-started docs did we read before answering the billing people?",
+     ["s04.read_docs"], "Handling Unknown Fields"),
+    # topic (7)
+    # verified: s07.a1 = ep 65
+    ("topic", "natural", "can the teammate's duration parsing cope with a negative span of time, like minus one day?",
+     ["s07.a1"], "leading sign"),
+    # verified: s16.a1 = ep 156
+    ("topic", "natural", "which of our fixes were for breakage we ourselves caused during these two weeks?",
+     ["s16.a1"], "Everything but the duration feature was a regression"),
+    # verified: s13.a1 = ep 125
+    ("topic", "natural", "why was it wrong to assume the time zone helper would deal with the minus sign by itself?",
+     ["s13.a1"], "it never sees the string"),
+    # verified: s04.a1 = ep 37 ("passes them through without validation"), s04.read_docs = ep 36 ("accept and include the unknown fields")
+    ("topic", "natural", "if a client wants unexpected keys kept rather than dropped or refused, what happens to them?",
+     ["s04.a1", "s04.read_docs"], ["passes them through without validation", "accept and include the unknown fields"]),
+    # verified: s06.a1 = ep 56
+    ("topic", "natural", "if the reporting job is slow, what is more likely to blame than the serialization library?",
+     ["s06.a1"], "queries or the file writing"),
+    # verified: s07.a2 = ep 67
+    ("topic", "natural", "what goes wrong if a one-month period is quietly treated as thirty days?",
+     ["s07.a2"], "drift by a day or two"),
+    # verified: s01.a2 = ep 11 ("one line per test", "-v --tb=short"), s12.grep_layout = ep 114 ("-v --tb=short")
+    ("topic", "natural", "why is the test runner's output so chatty in this repo?",
+     ["s01.a2", "s12.grep_layout"], ["one line per test", "-v --tb=short"]),
+    # time (7): days_ago 0 = today (s15 08:18, s16 09:39), 1 = yesterday (s13 morning, s14 afternoon),
+    # s09 = 4, s08 = 7, s05 = 9 (morning), s01 = 11 (morning)
+    # verified: s05.p1 = ep 38, s05.a1 = ep 47
+    ("time", "natural", "nine days ago in the morning, which team complained, and what turned out to be wrong?",
+     ["s05.p1", "s05.a1"], ["a cent off on some invoices", "12.34 instead of 12.35"]),
+    # verified: s01.p1 = ep 1, s01.a1 = ep 8
+    ("time", "natural", "on my very first morning with the project, what did I ask you for before anything else?",
+     ["s01.p1", "s01.a1"], ["give me a map of the package", "Here's the map."]),
+    # verified: s16.p2 = ep 157, s16.a2 = ep 159
+    ("time", "natural", "what was the last thing I asked you about today?",
+     ["s16.p2", "s16.a2"], ["someone suggested turning on", "reuse recorded resolution"]),
+    # verified: s11.a1 = ep 104, s11.log = ep 98, s11.show = ep 99 (s03/s05 culprits were Priya's; s11 is the first of Marco's)
+    ("time", "natural", "what was the first breakage we traced to someone other than the person I took over from?",
+     ["s11.a1", "s11.log", "s11.show"], ["Marco's speed-up", "Speed up merge_errors for two dicts"]),
+    # verified: s09.p1 = ep 81, s09.a1 = ep 88 (next session after s08)
+    ("time", "natural", "once the bug-fix release was done, what was the next piece of work?",
+     ["s09.p1", "s09.a1"], ["bring in Priya's duration branch", "Merged. Git stopped"]),
+    # verified: s14.a2 = ep 142, s14.changelog = ep 137, s16.a1 = ep 156
+    ("time", "natural", "did yesterday morning's fix make it into the release we tagged that afternoon?",
+     ["s14.a2", "s14.changelog", "s16.a1"], "negative UTC offsets"),
+    # verified: s15.a1 = ep 153, s15.add_test = ep 150
+    ("time", "natural", "earlier today, where did we put the test that guards against that bug coming back?",
+     ["s15.a1", "s15.add_test"], ["beside the other nested-partial tests", "def test_nested_partial_tuple_with_data_key"]),
+    # line (7)
+    # verified: only in raw raw-toolu_01z2eReYYEnHvqY676JOw982 of s06.cat_bench (ep 52), raw line 110
+    ("line", "natural", "when the speed script is asked to profile, which file does it save the profile to?",
+     ["s06.cat_bench"], "marshmallow.pprof"),
+    # verified: s14.changelog = ep 137
+    ("line", "natural", "what release date did we write into the notes for the feature release?",
+     ["s14.changelog"], "3.24.0 (2026-12-03)"),
+    # verified: s01.log = ep 13 (and its raw raw-toolu_0148h16GANmdMo2JOn5lXEwc)
+    ("line", "natural", "shortly before the last upstream release, what did the dependency bot bump the documentation generator up to?",
+     ["s01.log"], "8.1.0 to 8.1.3"),
+    # verified: s14.suite_fail = ep 127 (and its raw raw-toolu_01IdEmfHC5RMtaqvIVsmG7Sb)
+    ("line", "natural", "in the red run before the feature release, which stray entry showed up in the result where it shouldn't have?",
+     ["s14.suite_fail"], "{'bar.baz': 'okay'}"),
+    # verified: s11.fail = ep 97
+    ("line", "natural", "when messages were clobbering each other, which whole-object validation message was the only one that survived in the failing tests?",
+     ["s11.fail"], "Must be greater than 3"),
+    # verified: s12.workflow = ep 111
+    ("line", "natural", "which ready-made marketplace step does the pipeline use to upload a release to the package index?",
+     ["s12.workflow"], "gh-action-pypi-publish"),
+    # verified: s12.tox = ep 108
+    ("line", "natural", "which interpreter versions does the local multi-environment test config list, as opposed to the hosted pipeline?",
+     ["s12.tox"], "py{39,310,311,312,313}"),
+    # lexical (5)
+    # verified: s12.workflow = ep 111
+    ("lexical", "lexical", "twine check --strict dist/*", ["s12.workflow"], "twine check --strict"),
+    # verified: s13.fail = ep 118 (and its raw raw-toolu_01roWExJGtQapjJh2RF5Kenv)
+    ("lexical", "lexical", "test_naive_datetime_with_timezone -03:00 failure", ["s13.fail"],
+     "test_naive_datetime_with_timezone"),
+    # verified: s14.suite_fail = ep 127, s14.a1 = ep 134
+    ("lexical", "lexical", "why did TestPluckSchema.test_pluck_with_data_key fail?", ["s14.suite_fail", "s14.a1"],
+     "test_pluck_with_data_key"),
+    # verified: s07.diff = ep 63 (hunk header, also in raw raw-toolu_01LmYZn8ZjEzLPI8AoX4nDFW)
+    ("lexical", "lexical", "timedelta_to_microseconds in utils.py", ["s07.diff"], "timedelta_to_microseconds"),
+    # verified: s02.contributing = ep 21
+    ("lexical", "lexical", "Tidelift security contact", ["s02.contributing"], "Tidelift"),
+]
+
 
 def main() -> None:
     seen: dict[tuple[str, str], int] = {}
@@ -312,6 +442,9 @@ def main() -> None:
         rows.append({"id": f"x{number:03d}", "class": kind, "style": style, "question": question, "answers": answers,
                      "evidence": evidence, "split": "tune2",
                      **({"weekday": WEEKDAY_BOUND[question]} if question in WEEKDAY_BOUND else {})})
+    for number, (kind, style, question, answers, evidence) in enumerate(THIRD_TUNING, 1):
+        rows.append({"id": f"y{number:03d}", "class": kind, "style": style, "question": question, "answers": answers,
+                     "evidence": evidence, "split": "tune3"})
     with open(HERE / "questions.jsonl", "w") as out:
         for row in rows:
             out.write(json.dumps(row) + "\n")
