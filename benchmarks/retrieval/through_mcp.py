@@ -26,7 +26,8 @@ resamples over questions, seed 7; differences between configurations are paired.
 `--set coding` and `--set week` are coding histories of one project each (`coding/`, `week/`); `week` was made with
 the real `claude` CLI and codeoid's hooks (`week/make_corpus.py`), and `prepare --set week` places its stored
 sessions on their simulated days before today (prepare and ask on the same UTC day, after 10:00 UTC, when this
-morning's sessions are over):
+morning's sessions are over; earlier in the day run both under Debian's libfaketime, `faketime -f +7h CMD`, so the
+memory service and Chroma the benchmark starts share the shifted clock):
 
     .venv/bin/python benchmarks/retrieval/through_mcp.py prepare --set week --home /tmp/week-home
     .venv/bin/python benchmarks/retrieval/through_mcp.py ask --set week --split tune --field shown \\
