@@ -292,7 +292,7 @@ def ask(args: argparse.Namespace) -> None:
             await client.initialize()
             for q in asked:
                 started = time.perf_counter()
-                answer = await client.call_tool("recall", {"query": q["question"], "limit": DEPTH})
+                answer = await client.call_tool("recall", {"query": q["question"], "limit": args.limit})
                 seconds = time.perf_counter() - started
                 text = "\n".join(getattr(block, "text", "") for block in answer.content)
                 assert not answer.is_error, text
@@ -413,6 +413,8 @@ def main() -> None:
     ask_cmd.add_argument("--out", type=Path, required=True)
     ask_cmd.add_argument("--split", choices=("tune", "tune2", "tune3", "heldout"))
     ask_cmd.add_argument("--set", choices=sorted(SETS), default="people")
+    ask_cmd.add_argument("--limit", type=int, default=DEPTH,
+                         help="hits a recall asks for (10; recall's own default is 6, whose hits get more room each)")
     ask_cmd.add_argument("--field", choices=("top", "shown"), default="top",
                          help="shown: a hit counts only when the lines it shows hold the question's evidence")
     ask_cmd.add_argument("configs", nargs="+", help="name:VAR=value,VAR=value (name: alone is the defaults)")
