@@ -37,13 +37,15 @@ class TurnWeights:
     """`lend`: the share of the gap to the turn's best score an episode that fits the question closes (`step` less
     for each that fits better or scores higher on its own). `prompt`: what a work turn's prompt loses when the
     question wants something else. `repeat`: what each further episode of one turn loses in the list.
-    `explanation`: the bonus for a work turn's answer when the question asks why."""
+    `explanation`: the bonus for a work turn's answer when the question asks why (1, not 0.5, once a why that
+    names no action stopped favouring every answer: the three week tuning halves and sqlparse's MRR rose, 0.733 ->
+    0.768 on sqlparse; conversations, which have no work turns, did not move)."""
 
     lend: float = 1.0
     step: float = 0.2
     prompt: float = 1.0
     repeat: float = 0.15
-    explanation: float = 0.5
+    explanation: float = 1.0
 
 
 @dataclass(frozen=True)
