@@ -59,6 +59,8 @@ CODING = HERE / "coding"
 WEEK = HERE / "week"
 LINES = HERE / "lines"
 DEPTH = 10
+# The question sets' halves, in the order a report lists them.
+SPLITS = ("tune", "tune2", "tune3", "heldout")
 _EPISODE = re.compile(r"^=== episode (\d+)", re.MULTILINE)
 _SHOWN_LINE = re.compile(r"^\d+[:-] (.*)$", re.MULTILINE)
 SETS = {"people": PEOPLE, "coding": CODING, "week": WEEK, "tasks": HERE, "lines": LINES}
@@ -358,7 +360,7 @@ def report(args: argparse.Namespace) -> None:
     questions = _questions(args.set)
     by = "R@5" if args.set in PROJECTS else "R@10"  # what the per-class breakdown counts
     out: dict[str, Any] = {}
-    for half in ("tune", "tune2", "tune3", "heldout"):
+    for half in SPLITS:
         members = [q for q in questions if q["split"] == half]
         if not members:
             continue
@@ -411,7 +413,7 @@ def main() -> None:
     ask_cmd = commands.add_parser("ask", help="ask every question through codeoid-mcp per configuration")
     ask_cmd.add_argument("--home", type=Path, required=True)
     ask_cmd.add_argument("--out", type=Path, required=True)
-    ask_cmd.add_argument("--split", choices=("tune", "tune2", "tune3", "heldout"))
+    ask_cmd.add_argument("--split", choices=SPLITS)
     ask_cmd.add_argument("--set", choices=sorted(SETS), default="people")
     ask_cmd.add_argument("--limit", type=int, default=DEPTH,
                          help="hits a recall asks for (10; recall's own default is 6, whose hits get more room each)")

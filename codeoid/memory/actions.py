@@ -195,8 +195,6 @@ def fit_or_explains(asked_for: Asked, tags: frozenset[str]) -> float:
     school") gives answers nothing: in a conversation the person's own turn answers it, and even in the coding sets
     the bonus put answers above the output that held the fact (tuning halves: coding MRR 0.717 -> 0.733, lines
     0.464 -> 0.488, conversations R@5 0.745 -> 0.765; the week set's second half lost one of 44)."""
-    if not asked_for.explanation or not asked_for.roles:
-        return fit(asked_for, tags)
-    if "assistant" in tags:
+    if asked_for.explanation and asked_for.roles and "assistant" in tags:
         return 0.5
     return fit(asked_for, tags)
