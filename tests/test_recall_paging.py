@@ -451,6 +451,26 @@ def test_a_third_matching_line_is_shown_before_the_long_context_of_the_first(mem
     assert_every_line_pages_back(memory, {review: block})
 
 
+def test_a_line_repeated_word_for_word_is_shown_once_and_the_next_answer_gets_its_room(memory: Memory) -> None:
+    """A workflow's `steps:` line recurs under every job and holds the question's word "step"; shown six times it
+    would crowd out the step that publishes."""
+    jobs = []
+    for job in ("lint", "docs", "tests", "build", "typing", "coverage"):
+        jobs += [f"  {job}:", "    runs-on: ubuntu-latest", "    steps:", "      - uses: actions/checkout@v4",
+                 f"      - run: tox -e {job}"]
+    jobs += ["  publish:", "    steps:", "      - name: Publish distribution", "        uses: pypa/gh-action-pypi-publish@release/v1"]
+    workflow = memory.bash(memory.backing("bs-1"), "cat .github/workflows/build.yml",
+                           "\n".join(["name: build", "jobs:", *jobs]))
+
+    recalled = call(memory, "recall", query="which ready-made step uploads a release?", limit=1)
+
+    block = hit_blocks(recalled.text)[workflow]
+    chosen = [line for line in block.split("\n") if HIT_LINE.match(line) and HIT_LINE.match(line)[2] == ":"]
+    assert sum(line.endswith(" steps:") for line in chosen) == 1, block
+    assert any("gh-action-pypi-publish@release" in line for line in chosen), block
+    assert_every_line_pages_back(memory, {workflow: block})
+
+
 def test_the_commit_body_shown_is_the_one_under_the_commit_the_question_named(memory: Memory, tmp_path: Path
                                                                               ) -> None:
     """Every commit body speaks of uploads; the one shown is under the subject the question matched (its digest

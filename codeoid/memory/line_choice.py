@@ -152,7 +152,7 @@ def choose(db: sqlite3.Connection, terms: Terms, row: Mapping[str, object], *, c
                                                      lent=_named_raw_lines(scored, lines))
                    if raw_all[candidate[1].number - 1] not in kept]
     scored.sort(key=lambda item: (-item[0], item[1].source != "text", item[1].number))
-    picks = tuple(pick for _, pick in scored[:most])
+    picks = _distinct(scored, lines, raw_all, most)
     if not picks:
         changed = _changed_lines(lines[:searched]) if row.get("kind") == "tool" else []
         if changed:  # an edit or a diff found by its input or its meaning: what it changed says what it did
@@ -165,6 +165,24 @@ def choose(db: sqlite3.Connection, terms: Terms, row: Mapping[str, object], *, c
     raw_lines = {number: raw_all[number - 1] for number in sorted(wanted) if 1 <= number <= len(raw_all)}
     return LineChoice(picks, picks[0].why, len(lines), searched, str(raw_id) if raw_lines else None, raw_lines,
                       len(raw_all), behind[1] if behind is not None else True)
+
+
+def _distinct(scored: Sequence[tuple[float, Pick]], lines: Sequence[str], raw_lines: Sequence[str],
+              most: int) -> tuple[Pick, ...]:
+    """The best `most` picks, a line that repeats an earlier pick's text word for word left out: a workflow's six
+    `steps:` lines, a log's recurring line, say once what they say, and the room goes to the next line that
+    answers."""
+    picks: list[Pick] = []
+    seen: set[str] = set()
+    for _, pick in scored:
+        said = (lines if pick.source == "text" else raw_lines)[pick.number - 1].strip()
+        if said in seen:
+            continue
+        seen.add(said)
+        picks.append(pick)
+        if len(picks) == most:
+            break
+    return tuple(picks)
 
 
 def _changed_lines(lines: Sequence[str]) -> list[int]:
