@@ -458,7 +458,8 @@ def test_a_line_repeated_word_for_word_is_shown_once_and_the_next_answer_gets_it
     for job in ("lint", "docs", "tests", "build", "typing", "coverage"):
         jobs += [f"  {job}:", "    runs-on: ubuntu-latest", "    steps:", "      - uses: actions/checkout@v4",
                  f"      - run: tox -e {job}"]
-    jobs += ["  publish:", "    steps:", "      - name: Publish distribution", "        uses: pypa/gh-action-pypi-publish@release/v1"]
+    jobs += ["  publish:", "    steps:", "      - name: Publish distribution",
+             "        uses: pypa/gh-action-pypi-publish@release/v1"]
     workflow = memory.bash(memory.backing("bs-1"), "cat .github/workflows/build.yml",
                            "\n".join(["name: build", "jobs:", *jobs]))
 
