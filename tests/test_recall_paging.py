@@ -411,6 +411,21 @@ def test_the_best_hit_shows_an_explanation_of_800_characters_whole_and_a_lower_h
     assert_every_line_pages_back(memory, blocks)
 
 
+def test_an_answer_that_fits_the_budget_with_a_few_bytes_to_spare_is_shown_whole(memory: Memory) -> None:
+    """A one-line answer's say-line takes the bytes it says, not a fixed reserve: an answer that fits is not cut."""
+    owner = memory.backing("bs-1")
+    filler = " ".join(f"step {n} of the quokka merge" for n in range(1, 20))
+    answer = memory.assistant(owner, f"The quokka merge was replayed by hand. {filler}; so rerere would have saved "
+                                     "nothing.")
+    query = {"query": "would rerere have helped with the quokka merge?", "limit": 1}
+
+    whole, = serve(memory, ("recall", query))
+    fitted, = serve(memory, ("recall", {**query, "budget_tokens": (len(whole.text.encode()) + 30) // 3}))
+
+    assert fitted.text == whole.text
+    assert sources(hit_blocks(fitted.text)[answer])[(str(answer), 1)].endswith("would have saved nothing.")
+
+
 def test_a_cut_just_after_the_matched_line_shows_what_that_line_went_on_to_say(memory: Memory) -> None:
     """"3. Install the hooks" was kept and the command under it cut: the raw line shown is that command, not a line
     that holds the same words elsewhere in the guide."""

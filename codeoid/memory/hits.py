@@ -24,8 +24,11 @@ from codeoid.pages import byte_size, estimate_tokens, format_line_range, share_b
 from codeoid.store import raw
 from codeoid.text import agent_label, one_line
 
-# Room for the line that says which lines are shown and how to page them.
+# Room for the line that says which lines are shown and how to page them, when deciding how many hits fit (each
+# hit's lines then reserve what their own say-line takes at most: `_Sources.say_bytes`).
 SAY_BYTES = 160
+# What a say-line may grow by past its estimate: a subset of the picks can list one more run ("5, 7" for "5-7").
+SAY_SLACK = 8
 # The least a shown hit's lines take: its best line's number and head.
 MIN_LINE_BYTES = 64
 # A shown line longer than this shows its head (or the part that holds the question's words) and how many bytes are
@@ -113,10 +116,9 @@ def _render(head: str, rows: Sequence[Row], choices: Sequence[LineChoice], heade
             page_call: PageCall, more_hint: str, left_out: Sequence[Row] = ()) -> str:
     note = _left_out_note(left_out, more_hint)
     fixed = byte_size(head) + sum(byte_size(header) + 3 for header in headers[:len(rows)]) + byte_size(note) + 2
-    sources = [_Sources(row, found, TOP_LINE_CHARS if rank == 0 else LINE_CHARS)
+    sources = [_Sources(row, found, page_call, TOP_LINE_CHARS if rank == 0 else LINE_CHARS)
                for rank, (row, found) in enumerate(zip(rows, choices, strict=False))]
-    wanted = [SAY_BYTES * len(source.sections) + _cost(source, _with_context(source, set(source.picks)))
-              for source in sources]
+    wanted = [_cost(source, _with_context(source, set(source.picks))) for source in sources]
     weights = [1 / (1 + rank * RANK_SHARE) for rank in range(len(rows))]
     allowances = share_budget(wanted, max(budget - fixed, 0), weights) if budget is not None else wanted
     blocks = [head]
@@ -200,7 +202,7 @@ Key = tuple[str, int]  # a line a hit may show: its source ("text", "raw") and i
 class _Sources:
     """A hit's lines: the episode's text and the raw output's lines the choice carries, the picks best first."""
 
-    def __init__(self, row: Row, found: LineChoice, line_chars: int = LINE_CHARS) -> None:
+    def __init__(self, row: Row, found: LineChoice, page_call: PageCall, line_chars: int = LINE_CHARS) -> None:
         self.item = str(row["id"])
         self.line_chars = line_chars
         self.found = found
@@ -208,6 +210,16 @@ class _Sources:
         self.picks: list[Key] = [(pick.source, pick.number) for pick in found.picks]
         self.by_key: dict[Key, Pick] = {(pick.source, pick.number): pick for pick in found.picks}
         self.sections = list(dict.fromkeys(source for source, _ in self.picks))
+        self.say_bytes = {where: self._say_bound(where, page_call) for where in self.sections}
+
+    def _say_bound(self, where: str, page_call: PageCall) -> int:
+        """The most this source's say-line can take: it as it reads with all its picks, paging lines numbered as
+        high as the source goes. A one-line answer's say-line is a third of `SAY_BYTES`, and the rest is room for
+        the answer's own words."""
+        last = len(self.text) if where == "text" else max([self.found.raw_searched, *self.found.raw_lines])
+        item = self.item if where == "text" else str(self.found.raw_id)
+        picked = [key for key in self.picks if key[0] == where]
+        return byte_size(_say(self, where, picked, page_call(item, f"{last}-{last}"))) + SAY_SLACK
 
     def line(self, key: Key) -> str | None:
         source, number = key
@@ -251,7 +263,7 @@ def _lines_block(source: _Sources, allowance: int, page_call: PageCall) -> str:
     while it fits, then alone."""
     if not source.text and not source.picks:
         return "(empty text)"
-    room = allowance - SAY_BYTES
+    room = allowance
     chosen: list[Key] = []
     shown: list[Key] = []
     for key in source.picks:
@@ -265,7 +277,7 @@ def _lines_block(source: _Sources, allowance: int, page_call: PageCall) -> str:
         shown = [chosen[0]]
     chosen = [key for key in chosen if key in shown]
     sections = [where for where in source.sections if any(key[0] == where for key in shown)]
-    overhead = sum(len(str(number)) + 3 for _, number in shown) + SAY_BYTES * (len(sections) - 1)
+    overhead = sum(len(str(number)) + 3 for _, number in shown) + sum(source.say_bytes[where] for where in sections)
     widths = share_budget([_shown_size(source.line(key) or "", source.line_chars) for key in shown],
                           max(room - overhead, MIN_HEAD_BYTES * len(shown)))
     width_of = dict(zip(shown, widths, strict=True))
@@ -334,9 +346,9 @@ def _numbered(source: _Sources, keys: list[Key], picked: set[Key], width_of: Map
 
 def _cost(source: _Sources, shown: list[Key]) -> int:
     """Bytes the numbered lines take (a `--` gap line included), each cut at `LINE_CHARS`, and the say-line of each
-    source past the first."""
+    source they come from."""
     lines = sum(_shown_size(source.line(key) or "", source.line_chars) + len(str(key[1])) + 6 for key in shown)
-    return lines + SAY_BYTES * (len({key[0] for key in shown}) - 1)
+    return lines + sum(source.say_bytes.get(where, SAY_BYTES) for where in {key[0] for key in shown})
 
 
 def _shown_size(line: str, line_chars: int) -> int:
