@@ -42,7 +42,7 @@ def at(days_ago: int, hour: float) -> float:
     ("what did we fix three days ago in the afternoon?", {"days": (when.Days(3, 3, "afternoon"),)}),
     ("did the whole suite pass once we had merged the teammate's branch?", {"event": when.Event("merge", "after")}),
     ("what were we looking at just before we cut the first patch release?",
-     {"event": when.Event("release", "before", close=True, first=True), "order": None}),
+     {"event": when.Event("release", "before", close=True, first=True, qualifier=("patch",)), "order": None}),
     ("what did we commit in the previous session?", {"sessions": ("previous",)}),
     ("what did we read earlier in this session?", {"sessions": ("this",)}),
     ("what did we do in session 8?", {"sessions": ("8",)}),
@@ -53,7 +53,11 @@ def at(days_ago: int, hour: float) -> float:
     ("on the afternoon of my first day on the library, what did I ask?", {"end_days": (("first", "afternoon"),)}),
     ("what did we finish on our last day?", {"end_days": (("last", None),)}),
     ("has the first patch release been published anywhere?",
-     {"event": when.Event("release", "at", first=True), "order": None}),
+     {"event": when.Event("release", "at", first=True, qualifier=("patch",)), "order": None}),
+    ("what date did we write into the notes for the feature release?",
+     {"event": when.Event("release", "at", qualifier=("feature",))}),
+    ("once the bug-fix release was done, what came next?",
+     {"event": when.Event("release", "after", qualifier=("bug", "fix"))}),
     ("was everything green for the latest release?", {"event": when.Event("release", "at"), "order": None}),
     ("what was the first test run that failed?", {"order": "first"}),
     ("what was the first thing we fixed?", {"order": "first"}),
@@ -82,6 +86,8 @@ def test_each_time_and_order_form_is_read(question: str, expected: dict[str, obj
     "which jobs have to succeed before the pipeline pushes a release?",  # any release, not one that happened
     "what is the first day of the month?",
     "How was Caroline's first day at the new job?",
+    "what did the bot bump shortly before the last upstream release?",  # someone else's release, not a command
+    "what is new since the official release?",
 ])
 def test_ordinary_words_are_not_read_as_time(question: str) -> None:
     found = when.read(question, TODAY)
@@ -198,6 +204,41 @@ def test_an_event_named_by_its_order_points_at_its_session_and_asks_for_no_actio
     patch = resolve(memory, "has the first patch release been published anywhere?")
     assert pointed(patch, ids, memory) == ["release_suite", "release_tag"]
     assert not patch.ordered and patch.query == "has the first patch release been published anywhere?"
+
+
+def test_the_words_before_an_events_noun_single_out_which_of_several(codeoid_home: Path, project: Path) -> None:
+    """Two releases: "the bug-fix release" is the earlier one, whose prompts spoke of fixes, though the feature
+    release came later; "the feature release" the later one; plain "the release" the latest."""
+    memory = Memory(codeoid_home, project)
+    memory.clock = at(6, 10)
+    patch = memory.backing("s-patch")
+    memory.user(patch, "Let's cut a patch release with the two bug fixes from this week.")
+    patch_tag = memory.bash(patch, "git tag -a 1.0.1 -m 1.0.1", "")
+    memory.clock = at(5, 10)
+    after_patch = memory.backing("s-after-patch")
+    merged = memory.bash(after_patch, "git merge --no-ff duration-branch", "Merge made by the 'ort' strategy.")
+    memory.clock = at(2, 10)
+    feature = memory.backing("s-feature")
+    memory.user(feature, "Ship 1.1.0 today with the duration feature.")
+    feature_tag = memory.bash(feature, "git tag -a 1.1.0 -m 1.1.0", "")
+    memory.clock = at(1, 10)
+    later = memory.backing("s-later")
+    later_edit = memory.tool(later, "Edit", {"file_path": "fields.py", "old_string": "a", "new_string": "b"},
+                             {"filePath": "fields.py"})
+
+    def points_at(question: str) -> set[int]:
+        resolved = resolve(memory, question)
+        return {episode for episode in (patch_tag, merged, feature_tag, later_edit)
+                if (row := queries.get_episode(memory.db, episode)) is not None
+                and resolved.bonus(episode, float(row["created_at"]), str(row["session_id"])) >= 0.99}
+
+    assert points_at("has the bug-fix release been published?") == {patch_tag}
+    assert points_at("what did we write into the notes for the feature release?") == {feature_tag}
+    assert points_at("was everything green for the latest release?") == {feature_tag}
+    next_to_patch = resolve(memory, "once the bug-fix release was done, what was the next piece of work?")
+    assert next_to_patch.around.get(after_patch.session_id, (0.0, 0.0))[1] > 0
+    assert feature.session_id not in next_to_patch.around or \
+        next_to_patch.around[feature.session_id][1] < next_to_patch.around[after_patch.session_id][1]
 
 
 def test_something_we_did_is_found_by_the_stems_of_its_words(week: tuple[Memory, dict[str, int]]) -> None:

@@ -65,8 +65,18 @@ _ORDER = re.compile(rf"\b(first|earliest|initial|last|latest|most recent|final|n
                     re.IGNORECASE)
 # "the first patch release", "the last merge": an event named by its order is the session it happened in, not the
 # first or last of the action the other words name ("has the first patch release been published?" asks no edit).
-_EVENT_BY_ORDER = re.compile(r"\b(first|earliest|initial|last|latest|most recent|final|newest)\s+(?:[\w-]+\s+){0,2}?"
+_EVENT_BY_ORDER = re.compile(r"\b(first|earliest|initial|last|latest|most recent|final|newest)\s+((?:[\w-]+\s+){0,2}?)"
                              r"(release|tag|merge)\b", re.IGNORECASE)
+# "for the feature release", "in the bug-fix release": an event singled out by the words before its noun, with no
+# order or preposition: the session of the event whose work those words describe (`_qualified`).
+_EVENT_BY_NAME = re.compile(r"\b(?:the|our|that)\s+((?:[\w'-]+\s+){1,2}?)(release|tag|merge)\b", re.IGNORECASE)
+# The words before an event's noun that say which one ("the bug-fix release"), past its determiner.
+_QUALIFIED = re.compile(r"\b(?:the|a|an|our|my|their|that|this)\s+((?:[\w'-]+\s+){1,2})$", re.IGNORECASE)
+# Words there that order events or say nothing of which one ("the first patch release": "patch" singles it out).
+_NOT_QUALIFIERS = frozenset({"first", "earliest", "initial", "last", "latest", "most", "recent", "final", "newest",
+                             "next", "previous", "same", "new", "big", "whole", "actual", "real"})
+# Words that make an event someone else's ("since the last upstream release"): no command of ours is that event.
+_FOREIGN = frozenset({"upstream", "official", "vendor", "external", "their"})
 # "right after the release", "just before we merged", "before we cut the first patch release", "once we had merged
 # the teammate's branch": an event word within `_EVENT_REACH` words of the preposition.
 _RELATIVE = re.compile(r"\b(right |just |shortly |soon |immediately |directly )?(before|after|since|following"
@@ -102,6 +112,11 @@ _EVENT_WORDS = {"merge": "merge", "merged": "merge", "merging": "merge", "releas
 # How much of a bonus the sessions a step away from an event keep (the event's own session is step 0).
 STEP_SHARE = (1.0, 0.6, 0.3, 0.15)
 STEP_SHARE_CLOSE = (1.0, 0.35, 0.1)
+# Events of one kind a qualifier ("the bug-fix release") chooses among, and the span around each whose prompts and
+# answers say what it was.
+QUALIFIED_EVENTS = 20
+QUALIFIER_BEFORE = 6 * 3600
+QUALIFIER_AFTER = 3600
 # Candidates a resolved expression adds at most (the prompts and answers of what it points at, and the episodes of
 # the action named).
 ADDED = 40
@@ -128,7 +143,8 @@ class Event:
     we did in the words of `phrase` ("before we reviewed the branch"); on which `side` ("at": the session it happened
     in, for "the first patch release"); `close` for "right after";
     `first` for "the first patch release" (else the latest such event); `beside` "session" or "day" for "the
-    session after the merge", "the day before we reviewed it" (the next session or day, not the event's own)."""
+    session after the merge", "the day before we reviewed it" (the next session or day, not the event's own);
+    `qualifier` the words that single out one of several ("the feature release")."""
 
     name: str | None
     side: str
@@ -136,6 +152,7 @@ class Event:
     first: bool = False
     beside: str | None = None
     phrase: str = ""
+    qualifier: tuple[str, ...] = ()  # words that single out which event: "bug-fix" of "the bug-fix release"
 
 
 @dataclass(frozen=True)
@@ -214,12 +231,20 @@ def read(question: str, today: dt.date | None = None) -> Read:
             where.append(("sessions", match.start(), match.end()))
     masked = _blank(question, [(start, end) for _, start, end in where])
     event = _read_event(masked, where)
-    if event is None and (named := _EVENT_BY_ORDER.search(masked)) is not None:
-        event = Event(name=_EVENT_WORDS[named.group(2).lower()], side="at",
-                      first=named.group(1).lower() in ("first", "earliest", "initial"))
-        where.append(("event at", named.start(), named.end()))
+    for named in _EVENT_BY_ORDER.finditer(masked) if event is None else ():
+        if not _FOREIGN & set(qualifier := _qualifier(named.group(2))):
+            event = Event(name=_EVENT_WORDS[named.group(3).lower()], side="at",
+                          first=named.group(1).lower() in ("first", "earliest", "initial"), qualifier=qualifier)
+            where.append(("event at", named.start(), named.end()))
+            break
+    for named in _EVENT_BY_NAME.finditer(masked) if event is None else ():
+        if (qualifier := _qualifier(named.group(1))) and not _FOREIGN & set(qualifier):
+            event = Event(name=_EVENT_WORDS[named.group(2).lower()], side="at", qualifier=qualifier)
+            where.append(("event at", named.start(), named.end()))
+            break
     masked = _blank(question, [(start, end) for _, start, end in where])
-    found = _ORDER.search(masked)
+    found = next((match for match in _ORDER.finditer(masked)
+                  if not _FOREIGN & set(re.findall(r"[a-z]+", match.group(0).lower()))), None)
     order = None if found is None else "first" if found.group(1).lower() in ("first", "earliest", "initial") \
         else "last"
     return Read(tuple(days), tuple(dict.fromkeys(sessions)), tuple(end_days), order, event, tuple(where))
@@ -237,6 +262,10 @@ def _read_event(masked: str, where: list[tuple[str, int, int]]) -> Event | None:
         done = _WE_DID.match(after) if named is None else None
         if named is None and done is None:
             continue
+        named_by = _QUALIFIED.search(after[:named.start()]) if named is not None else None
+        qualifier = _qualifier(named_by.group(1)) if named_by is not None else ()
+        if _FOREIGN & set(qualifier):
+            continue
         end = match.end() + (named.end() if named is not None else done.end() if done is not None else 0)
         before = masked[:match.start()]
         beside = re.search(rf"\b({_SESSION_WORD}|day)\s*$", before, re.IGNORECASE)
@@ -247,8 +276,15 @@ def _read_event(masked: str, where: list[tuple[str, int, int]]) -> Event | None:
             close=bool(match.group(1)), first=bool(re.search(r"\b(first|earliest|initial)\b",
                                                              masked[match.end():end], re.IGNORECASE)),
             beside=None if beside is None else "day" if beside.group(1).lower() == "day" else "session",
-            phrase=done.group(1) if done is not None else "")
+            phrase=done.group(1) if done is not None else "",
+            qualifier=qualifier)
     return None
+
+
+def _qualifier(words: str) -> tuple[str, ...]:
+    """The words of `words` that can single out one event of several: not an order, not a stop word."""
+    return tuple(word for word in re.findall(r"[a-z0-9]+", words.lower())
+                 if word not in _NOT_QUALIFIERS and word not in queries.STOP_WORDS and not word.isdigit())
 
 
 def _blank(text: str, spans: Sequence[tuple[int, int]]) -> str:
@@ -442,6 +478,7 @@ def _event(db: sqlite3.Connection, event: Event, spans: list[Span], scope: _Scop
         return {"session_id": row[0], "created_at": row[1]} if row else None
     pattern = re.compile(_EVENTS[event.name], re.IGNORECASE)
     failed: Row | None = None
+    found: list[Row] = []
     order = "first" if event.first else "last"
     words = " OR ".join("coalesce(e.original_command, e.command) LIKE ?" for _ in _EVENT_LIKE[event.name])
     for row in scope.rows(db, "e.kind = 'tool' AND e.tool_name IN ({}) AND ({}) AND {}".format(
@@ -450,10 +487,34 @@ def _event(db: sqlite3.Connection, event: Event, spans: list[Span], scope: _Scop
         if spans and not any(span.start <= float(row["created_at"]) < span.end for span in spans):
             continue
         if pattern.search(str(row["original_command"] or "")):
+            if event.qualifier:
+                found.append(row)
+                if len(found) == QUALIFIED_EVENTS:
+                    break
+                continue
             if not row["is_error"]:
                 return row
             failed = failed or row  # a merge that stopped at a conflict is still the merge, failing none did
-    return failed
+    return _qualified(db, event.qualifier, found, scope) if found else failed
+
+
+def _qualified(db: sqlite3.Connection, qualifier: Sequence[str], found: Sequence[Row], scope: _Scope) -> Row:
+    """Of the events `found` (latest first, or first first), the one whose work the `qualifier` words describe
+    most: "the bug-fix release" is the tag of the session whose prompts and answers, in the hours before it, said
+    "a patch release with the two fixes", not the feature release's that came after it. Ties, and words that
+    describe none, go to the order; one that succeeded before one that failed."""
+    wanted = line_choice.word_prefixes(list(qualifier))
+
+    def described(row: Row) -> int:
+        at = float(row["created_at"])
+        texts = [str(row["original_command"] or "")] + [str(said["text"] or "") for said in scope.rows(
+            db, "e.session_id = ? AND e.kind IN ('user', 'assistant') AND e.created_at >= ? AND e.created_at <= ?",
+            [row["session_id"], at - QUALIFIER_BEFORE, at + QUALIFIER_AFTER], columns="e.id, e.text", limit=50)]
+        held = set(re.findall(r"[a-z0-9]+", " ".join(texts).lower()))
+        return sum(any(word.startswith(prefix) for word in held) for prefix in wanted)
+
+    scored = [(described(row), not row["is_error"], -at) for at, row in enumerate(found)]
+    return found[max(range(len(found)), key=lambda at: scored[at])]
 
 
 def _done(db: sqlite3.Connection, phrase: str, spans: list[Span], scope: _Scope) -> Row | None:
