@@ -40,6 +40,9 @@ def at(days_ago: int, hour: float) -> float:
     ("what did we run on Monday?", {"days": (when.Days(4, 4),)}),
     ("what did we decide last Friday evening?", {"days": (when.Days(7, 7, "evening"),)}),
     ("what did we fix three days ago in the afternoon?", {"days": (when.Days(3, 3, "afternoon"),)}),
+    ("did yesterday morning's fix make it into the release we tagged that afternoon?",
+     {"days": (when.Days(1, 1, "morning"), when.Days(1, 1, "afternoon"))}),
+    ("what broke on Monday, and did we fix it later that day?", {"days": (when.Days(4, 4), when.Days(4, 4))}),
     ("did the whole suite pass once we had merged the teammate's branch?", {"event": when.Event("merge", "after")}),
     ("what were we looking at just before we cut the first patch release?",
      {"event": when.Event("release", "before", close=True, first=True, qualifier=("patch",)), "order": None}),
@@ -88,6 +91,7 @@ def test_each_time_and_order_form_is_read(question: str, expected: dict[str, obj
     "How was Caroline's first day at the new job?",
     "what did the bot bump shortly before the last upstream release?",  # someone else's release, not a command
     "what is new since the official release?",
+    "what did we do that afternoon?",  # a day named before it, or none
 ])
 def test_ordinary_words_are_not_read_as_time(question: str) -> None:
     found = when.read(question, TODAY)

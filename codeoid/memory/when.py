@@ -43,6 +43,9 @@ _YESTERDAY = re.compile(rf"\b(?:(the day before yesterday)|yesterday{_DAY_PART}|
                         re.IGNORECASE)
 _DAYS_AGO = re.compile(rf"\b{_NUMBER}\s+days?\s+ago{_DAY_PART}\b", re.IGNORECASE)
 _WEEKS_AGO = re.compile(rf"\b{_NUMBER}\s+weeks?\s+ago\b", re.IGNORECASE)
+# "yesterday morning's fix ... the release we tagged that afternoon": a part of the day a question named before.
+_SAME_DAY = re.compile(rf"\b(?:(?:that|the same) {_PART}|(?:later|earlier) (?:that|the same) day|the same day)\b",
+                       re.IGNORECASE)
 _WEEK = re.compile(r"\b(last|this|previous|past)\s+week\b|\bearlier this week\b", re.IGNORECASE)
 # "on my first day", "the afternoon of our last day": the first or last day the workspace saw work.
 # Not "the first day of the month" or "my first day at the new job": a day of something else.
@@ -210,6 +213,12 @@ def read(question: str, today: dt.date | None = None) -> Read:
     for match in _WEEKDAY.finditer(question):
         back = (today.weekday() - _WEEKDAYS.index(match.group(1).lower())) % 7 or 7
         day(match, Days(back, back, _part(match.group(0))))
+    for match in _SAME_DAY.finditer(_blank(question, [(start, end) for _, start, end in where])):
+        named = [(start, found) for (kind, start, _), found in zip(where, days, strict=True)
+                 if kind == "days" and start < match.start()]
+        if named:
+            earlier = max(named, key=lambda item: item[0])[1]
+            day(match, Days(earlier.first, earlier.last, _part(match.group(0))))
     end_days = []
     for match in _END_DAY.finditer(_blank(question, [(start, end) for _, start, end in where])):
         end_days.append((match.group("which").lower(), _part(match.group(0))))
