@@ -214,10 +214,10 @@ def read(question: str, today: dt.date | None = None) -> Read:
         back = (today.weekday() - _WEEKDAYS.index(match.group(1).lower())) % 7 or 7
         day(match, Days(back, back, _part(match.group(0))))
     for match in _SAME_DAY.finditer(_blank(question, [(start, end) for _, start, end in where])):
-        named = [(start, found) for (kind, start, _), found in zip(where, days, strict=True)
-                 if kind == "days" and start < match.start()]
-        if named:
-            earlier = max(named, key=lambda item: item[0])[1]
+        before = [(start, found) for (kind, start, _), found in zip(where, days, strict=True)
+                  if kind == "days" and start < match.start()]
+        if before:
+            earlier = max(before, key=lambda item: item[0])[1]
             day(match, Days(earlier.first, earlier.last, _part(match.group(0))))
     end_days = []
     for match in _END_DAY.finditer(_blank(question, [(start, end) for _, start, end in where])):
