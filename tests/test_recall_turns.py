@@ -89,6 +89,11 @@ def test_a_turn_answers_with_the_episode_the_question_wants_not_the_prompt(memor
     # Without turns, the prompt that restates the question comes first.
     alone = ranking.RecallWeights(turn_lend=0.0, turn_repeat=0.0)
     assert ranked(memory, "why did formatting the huge insert stop working?", weights=alone)[0] == ids["crash_prompt"]
+    # A question that names no action, in the prompt's words: what closed that turn answers it.
+    options = top("what were my choices about that huge insert statement?", limit=2)
+    assert ids["crash_explain"] in options, options
+    assert ids["crash_explain"] not in ranked(memory, "what were my choices about that huge insert statement?",
+                                              limit=2, weights=ranking.RecallWeights(turn_answer=0.0))
     # A conversation's turns are not a turn of work: its question and answer are ranked as before.
     chat = top("what did we say about renaming the default branch?", limit=2)
     assert set(chat) == {ids["chat_question"], ids["chat_answer"]}
