@@ -25,6 +25,7 @@ HIT_LINE = re.compile(r"^(\d+)([:-]) (.*)$")
 RAW_SECTION = re.compile(r"^raw output (raw-\S+), lines compression cut: ")
 CLIPPED = re.compile(r"… \[\+[\d,]+ bytes\]$")
 LEAD = re.compile(r"^(.*?)\[\+([\d,]+) bytes\] …")
+GAP = re.compile(r"…? ?\[\+([\d,]+) bytes\](?: …)?")
 RAW_STDOUT = b"".join(b"zeppelin hangar \xff\xfe door log\n" if n == 7
                      else f"raw line {n} ballast {'é' if n % 3 else '日本'}\n".encode() for n in range(1, 1201))
 
@@ -85,14 +86,20 @@ def sources(block: str) -> dict[tuple[str, int], str]:
 
 
 def paged_exactly(shown: str, full: str) -> bool:
-    """A shown line is the stored line, or a part of it between the markers that say what was left out."""
+    """A shown line is the stored line, or parts of it in order, each gap between them named by its size in bytes
+    (`Opening. [+120 bytes] …middle… [+80 bytes]`)."""
     if shown == full:
         return True
-    part = CLIPPED.sub("", LEAD.sub("", shown, count=1))
-    lead = LEAD.match(shown)
-    opening = lead.group(1).removesuffix(" ").encode() if lead else b""  # a line shown from its middle: its opening
-    at = len(opening) + (int(lead.group(2).replace(",", "")) if lead else 0)
-    return full.encode().startswith(opening) and full.encode()[at:].startswith(part.encode())
+    data, at = full.encode(), 0
+    pieces = GAP.split(shown)  # text, bytes left out, text, ...
+    for number, piece in enumerate(pieces):
+        if number % 2:
+            at += int(piece.replace(",", ""))
+        elif not data[at:].startswith(piece.encode()):
+            return False
+        else:
+            at += len(piece.encode())
+    return at == len(data)
 
 
 def assert_every_line_pages_back(memory: Memory, blocks: dict[int, str]) -> None:
@@ -376,6 +383,28 @@ def test_a_long_line_shows_the_part_that_holds_the_question(memory: Memory) -> N
     block = hit_blocks(recalled.text)[answer]
     shown = sources(block)[(str(answer), 1)]
     assert LEAD.match(shown) and CLIPPED.search(shown) and "stale quokka cache" in shown, shown
+    assert_every_line_pages_back(memory, {answer: block})
+
+
+def test_a_long_answer_shows_the_two_sentences_that_hold_the_question_though_far_apart(memory: Memory) -> None:
+    """The question's words are in the first sentence and in the fourth; a window of the line's width holds one of
+    them, the sentences shown hold both, and the bytes between are named."""
+    owner = memory.backing("bs-1")
+    detail = " ".join(f"detail {n} of the replay" for n in range(1, 17))
+    answer = memory.assistant(owner, f"Quokka rerere makes git remember how you resolved each conflicted hunk, "
+                                     f"{detail}. It is off in this clone. {detail}. It only pays off when the same "
+                                     f"conflict comes back; for a one-off clash like ours it would have saved "
+                                     f"nothing. {detail}.")
+    assert len(answer_text := memory.db.execute("SELECT text FROM episodes WHERE id = ?", (answer,)).fetchone()[0]) \
+        > 1200, answer_text
+
+    recalled = call(memory, "recall", query="would quokka rerere remembering conflicts have helped with our clash?",
+                    limit=1)
+
+    block = hit_blocks(recalled.text)[answer]
+    shown = sources(block)[(str(answer), 1)]
+    assert shown.startswith("Quokka rerere makes git remember") and "it would have saved nothing." in shown, shown
+    assert "bytes] …It only pays off" in shown, shown
     assert_every_line_pages_back(memory, {answer: block})
 
 

@@ -14,6 +14,7 @@ render through here, each with its own way to page.
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -47,6 +48,10 @@ CONTEXT = 1
 RANK_SHARE = 0.5
 # A line shown from its middle keeps its opening sentence if that takes at most 1/OPENING_SHARE of the line's room.
 OPENING_SHARE = 3
+# The least of a sentence's head worth showing after the whole sentence before it ("It's off in this clone").
+MIN_GOES_ON_BYTES = 12
+# A sentence of prose, with the spaces before it (`SENTENCE_END` closes it, or the line's end).
+_SENTENCE = re.compile(r"\s*.+?(?:[.!?](?=\s)|$)", re.DOTALL)
 # A line cut to fit a small budget still shows at least this many bytes of its head.
 MIN_HEAD_BYTES = 40
 COMMAND_CHARS = 240
@@ -338,7 +343,8 @@ def _numbered(source: _Sources, keys: list[Key], picked: set[Key], width_of: Map
             out.append("--")
         mark = ":" if key in picked else "-"
         pick = source.by_key.get(key)
-        shown = _clip(source.line(key) or "", max(width_of[key], MIN_HEAD_BYTES), pick.focus if pick else 0)
+        shown = _clip(source.line(key) or "", max(width_of[key], MIN_HEAD_BYTES), pick.focus if pick else 0,
+                      pick.spots if pick else ())
         out.append(f"{number}{mark} {shown}")
         previous = number
     return "\n".join(out)
@@ -357,13 +363,16 @@ def _shown_size(line: str, line_chars: int) -> int:
     return size if size <= line_chars + CLIP_SLACK else line_chars
 
 
-def _clip(line: str, width: int, focus: int = 0) -> str:
-    """The line verbatim, or, when it is longer than `width` bytes, the part from character `focus` on (its head
-    when 0) and how many bytes are left out on each side: `[+120 bytes] …middle… [+80 bytes]`. A line shown from
-    its middle keeps its opening sentence when that is short (`Not a bug. [+120 bytes] …middle… [+80 bytes]`): an
-    answer's paragraph says its verdict first and the part holding the question's words later."""
+def _clip(line: str, width: int, focus: int = 0, spots: Sequence[tuple[int, float]] = ()) -> str:
+    """The line verbatim, or, when it is longer than `width` bytes, the sentences that hold the question's words
+    (`_sentences`), or the part from character `focus` on (its head when 0), and how many bytes are left out on
+    each side: `[+120 bytes] …middle… [+80 bytes]`. A line shown from its middle keeps its opening sentence when
+    that is short (`Not a bug. [+120 bytes] …middle… [+80 bytes]`): an answer's paragraph says its verdict first
+    and the part holding the question's words later."""
     if byte_size(line) <= width:
         return line
+    if spots and (sentences := _sentences(line, width, spots)) is not None:
+        return sentences
     opening = _opening(line[:focus], width // OPENING_SHARE) if focus > 0 else ""
     if opening and not line[len(opening):focus].strip():  # the focus is the sentence after the opening
         opening, focus = "", 0
@@ -374,6 +383,66 @@ def _clip(line: str, width: int, focus: int = 0) -> str:
         "utf-8", "ignore")
     left = byte_size(rest) - byte_size(part)
     return f"{lead}{part}… [+{left:,} bytes]" if left else f"{lead}{part}"
+
+
+def _sentences(line: str, width: int, spots: Sequence[tuple[int, float]]) -> str | None:
+    """A long line shown as the sentences that hold most of the question's weight, in their order, each whole:
+    the short opening sentence (the verdict), those sentences best first while they fit, the sentence after each
+    (whole, or as much of its head as the room left holds), and the bytes between them named: `Not a bug.
+    [+210 bytes] …It passes them through. It would have… [+96 bytes]`. An explanation says what the question asks
+    in two places as often as in one ("makes git remember how you resolved ...; ... for a one-off clash like ours
+    it would have saved nothing"). None when the line has no sentences or its best one does not fit."""
+    spans = [(match.start() + len(match.group(0)) - len(match.group(0).lstrip()), match.end())
+             for match in _SENTENCE.finditer(line) if match.group(0).strip()]
+    if len(spans) < 2:
+        return None
+    weight = [sum(found for at, found in spots if start <= at < end) for start, end in spans]
+    chosen: dict[int, int] = {}  # sentence -> how many of its characters are shown
+
+    def take(index: int) -> bool:
+        if index in chosen or not 0 <= index < len(spans):
+            return False
+        trial = {**chosen, index: spans[index][1] - spans[index][0]}
+        if byte_size(_fragments(line, spans, trial)) > width:
+            return False
+        chosen[index] = trial[index]
+        return True
+
+    if byte_size(line[slice(*spans[0])]) <= width // OPENING_SHARE:
+        take(0)
+    best = [index for index in sorted(range(len(spans)), key=lambda index: (-weight[index], index)) if weight[index]]
+    for index in best:
+        take(index)
+    if not best or best[0] not in chosen:  # the sentence that holds most of the question does not fit whole
+        return None
+    for index in [index for index in best if index in chosen]:  # the sentence after a chosen one goes on with it
+        if index + 1 < len(spans) and index + 1 not in chosen and not take(index + 1):
+            room = width - byte_size(_fragments(line, spans, {**chosen, index + 1: 0})) - len(" [+99,999 bytes]")
+            if room >= MIN_GOES_ON_BYTES:
+                start, end = spans[index + 1]
+                head = line[start:end].encode("utf-8", "surrogatepass")[:room].decode("utf-8", "ignore")
+                chosen[index + 1] = len(head)
+            break
+    return _fragments(line, spans, chosen)
+
+
+def _fragments(line: str, spans: Sequence[tuple[int, int]], chosen: Mapping[int, int]) -> str:
+    """The `chosen` sentences of `line` (index -> characters of it shown), in order, with the bytes between them
+    named: ` [+58 bytes] …` after a whole sentence, `… [+58 bytes] …` after a cut one."""
+    shown: list[str] = []
+    at, whole = 0, True
+    for index in sorted(chosen):
+        start = spans[index][0]
+        if start > at and line[at:start].strip():
+            shown.append(f"{'' if whole else '…'}{' ' if shown else ''}[+{byte_size(line[at:start]):,} bytes] …")
+        elif start > at:
+            shown.append(line[at:start])
+        at = start + chosen[index]
+        whole = at == spans[index][1]
+        shown.append(line[start:at])
+    if at < len(line):
+        shown.append(f"… [+{byte_size(line[at:]):,} bytes]")
+    return "".join(shown)
 
 
 def _opening(head: str, most: int) -> str:

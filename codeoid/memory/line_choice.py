@@ -106,6 +106,9 @@ class Pick:
     why: str  # "words": it holds query words; "meaning"; "shape" (a count or error line); when nothing matched,
     # "changed" (a diff's added and removed lines) or "start" (the first lines)
     focus: int = 0  # a long line is shown from about this character on
+    # Where in a long line the question's words are and what each weighs (character, weight): which of its
+    # sentences to show when it cannot be shown whole.
+    spots: tuple[tuple[int, float], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -222,7 +225,9 @@ def _score(terms: Terms, text: str, lines: Sequence[str], source: str, meaning: 
         score = sum(held.get(number, {}).values()) / total + by_meaning + by_shape + by_lending
         why = "words" if number in held else ("meaning" if by_meaning >= by_shape else "shape")
         if score > 0:
-            scored.append((score, Pick(number, source, why, _focus(line, spots.get(number, [])))))
+            found = spots.get(number, [])
+            scored.append((score, Pick(number, source, why, _focus(line, found),
+                                       tuple(found) if len(line) > FOCUS_CHARS else ())))
     return scored
 
 

@@ -6,7 +6,8 @@ turn that holds tool calls, the best-scoring episode lends its score to the epis
 asks for (`codeoid.memory.actions`: "why" wants the explanation, "what broke" the failing run, "did we commit" the
 commit), and a prompt, which only restates the question, yields to them unless the question asks what was asked.
 A question that names no action at all ("what were my two options for the docs build?") is most often answered by
-what closed the turn whose prompt it matches, so the turn's answers are then lent the prompt's score.
+what closed the turn whose prompt it matches, so the turn's closing answer is then lent the prompt's score, when
+the question's words or meaning found it at all (its own score above the candidates' mean).
 An answer is lent only what the turn's prompt and answers scored: a tool result that matched best is itself the
 evidence (a line of a log), and the explanation lifted above it would hide it. Several pieces of one turn are not
 several answers: past its first, each further episode of a turn steps back a little, so other turns get a place in
@@ -42,8 +43,9 @@ class TurnWeights:
     `explanation`: the bonus for a work turn's answer when the question asks why (1, not 0.5, once a why that
     names no action stopped favouring every answer: the three week tuning halves and sqlparse's MRR rose, 0.733 ->
     0.768 on sqlparse; conversations, which have no work turns, did not move). `answer`: how far a work turn's
-    answer fits a question that names no action, which lends it the turn's prompt score (0 leaves it out; the week
-    set's tuning halves: shown R@5 0.600 -> 0.675 on the third, MRR up on all three, no other set moved)."""
+    closing answer fits a question that names no action, which lends it the turn's prompt score (0 leaves it out;
+    the week set's tuning halves: shown R@5 0.600 -> 0.675 on the third, MRR up on all three, no other set
+    moved)."""
 
     lend: float = 1.0
     step: float = 0.2
@@ -109,7 +111,9 @@ def rerank(scored: list[tuple[int, float]], turns: Mapping[tuple[str, int], list
         # An answer is lent only what the turn's prompt and answers scored: a tool result that matched best is
         # itself the evidence, and the explanation lifted above it would hide it.
         said = max((own[m.id] for m in members if m.kind != "tool"), default=best)
-        fits = {m.id: _fit(asked, m, weights.answer) for m in members}
+        closing = next((m.id for m in reversed(members) if m.kind == "assistant"), None)
+        fits = {m.id: _fit(asked, m, weights.answer if m.id == closing and own[m.id] > 0 else 0.0)
+                for m in members}
         fit_of.update(fits)
         fitting = sorted((m for m in members if fits[m.id]), key=lambda m: (-fits[m.id], -own[m.id]))
         for place, member in enumerate(fitting):
