@@ -13,6 +13,7 @@ render through here, each with its own way to page.
 
 from __future__ import annotations
 
+import bisect
 import json
 import re
 import sqlite3
@@ -48,6 +49,12 @@ CONTEXT = 1
 RANK_SHARE = 0.5
 # A line shown from its middle keeps its opening sentence if that takes at most 1/OPENING_SHARE of the line's room.
 OPENING_SHARE = 3
+# The sentences holding the question's words a long line tries to show, best first (a megabyte of prose holds
+# thousands, and only a few fit).
+SENTENCES_TRIED = 8
+# A line longer than this (a minified file, a log with no newlines) is shown by the window that holds most of the
+# question, not read as sentences: an answer's paragraph is a few kilobytes.
+SENTENCE_LINE_CHARS = 32_768
 # The least of a sentence's head worth showing after the whole sentence before it ("It's off in this clone").
 MIN_GOES_ON_BYTES = 12
 # A sentence of prose, with the spaces before it (`SENTENCE_END` closes it, or the line's end).
@@ -391,12 +398,20 @@ def _sentences(line: str, width: int, spots: Sequence[tuple[int, float]]) -> str
     (whole, or as much of its head as the room left holds), and the bytes between them named: `Not a bug.
     [+210 bytes] …It passes them through. It would have… [+96 bytes]`. An explanation says what the question asks
     in two places as often as in one ("makes git remember how you resolved ...; ... for a one-off clash like ours
-    it would have saved nothing"). None when the line has no sentences or its best one does not fit."""
+    it would have saved nothing"). None when the line is not prose of a readable length (`SENTENCE_LINE_CHARS`), or
+    its best sentence does not fit."""
+    if len(line) > SENTENCE_LINE_CHARS:
+        return None
     spans = [(match.start() + len(match.group(0)) - len(match.group(0).lstrip()), match.end())
              for match in _SENTENCE.finditer(line) if match.group(0).strip()]
     if len(spans) < 2:
         return None
-    weight = [sum(found for at, found in spots if start <= at < end) for start, end in spans]
+    weight = [0.0] * len(spans)
+    starts = [start for start, _ in spans]
+    for at, found in spots:  # a megabyte line can hold thousands of each: one bisection a word
+        index = bisect.bisect_right(starts, at) - 1
+        if index >= 0 and at < spans[index][1]:
+            weight[index] += found
     chosen: dict[int, int] = {}  # sentence -> how many of its characters are shown
 
     def take(index: int) -> bool:
@@ -410,13 +425,17 @@ def _sentences(line: str, width: int, spots: Sequence[tuple[int, float]]) -> str
 
     if byte_size(line[slice(*spans[0])]) <= width // OPENING_SHARE:
         take(0)
-    best = [index for index in sorted(range(len(spans)), key=lambda index: (-weight[index], index)) if weight[index]]
+    best = [index for index in sorted(range(len(spans)), key=lambda index: (-weight[index], index))
+            if weight[index]][:SENTENCES_TRIED]
     for index in best:
         take(index)
     if not best or best[0] not in chosen:  # the sentence that holds most of the question does not fit whole
         return None
-    for index in [index for index in best if index in chosen]:  # the sentence after a chosen one goes on with it
-        if index + 1 < len(spans) and index + 1 not in chosen and not take(index + 1):
+    grown = True
+    while grown:  # the sentence after a chosen one goes on with it, best first
+        grown = any([take(index + 1) for index in sorted(chosen, key=lambda index: (-weight[index], index))])
+    for index in sorted(chosen, key=lambda index: (-weight[index], index)):
+        if index + 1 < len(spans) and index + 1 not in chosen:
             room = width - byte_size(_fragments(line, spans, {**chosen, index + 1: 0})) - len(" [+99,999 bytes]")
             if room >= MIN_GOES_ON_BYTES:
                 start, end = spans[index + 1]
