@@ -45,6 +45,8 @@ def test_other_calls_have_their_role_only() -> None:
     ("what was the last commit we made?", {"run"}, {"commit"}, False),
     ("what changed in the code to bring the hints back?", {"change"}, set(), False),
     ("what test did we add for the quotes problem?", {"change"}, set(), False),
+    ("what release date did we write into the notes?", {"change"}, set(), False),
+    ("which file does the script write its profile to?", set(), set(), False),  # what a program does
     ("why did our optimizer hints disappear?", set(), set(), True),
     ("where did the bug with the quotes come from?", set(), set(), True),
     ("what did we decide about the token limit?", set(), set(), True),

@@ -585,3 +585,4 @@ def test_an_edit_found_by_its_path_shows_the_lines_it_changed(memory: Memory) ->
     assert "the lines it changed, 5-6" in block, block
     assert "\n5: -MAX_GROUPING_TOKENS = 100\n6: +MAX_GROUPING_TOKENS = 10000\n" in block, block
     assert_every_line_pages_back(memory, {edit: block})
+

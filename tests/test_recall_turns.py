@@ -13,7 +13,7 @@ import pytest
 from test_mcp_server import Memory
 from test_memory_index import memory  # noqa: F401  (the fixture: a data dir whose Chroma server is stopped after)
 
-from codeoid.memory import ranking, retrieval
+from codeoid.memory import line_choice, ranking, retrieval
 from codeoid.memory.indexer import Indexer
 from codeoid.store import queries
 
@@ -129,3 +129,29 @@ def test_without_the_vector_index_the_words_still_know_when_and_what_broke(
     assert ranked(memory, "what broke when we formatted the huge insert?", limit=1) == [ids["crash_run"]]
     # Every episode that holds a word of the question is still a hit, as BM25 alone gave them.
     assert ids["crash_prompt"] in ranked(memory, "huge insert statement", limit=10)
+
+
+def test_a_diff_found_by_meaning_shows_the_line_it_changed_first(memory: Memory) -> None:  # noqa: F811
+    """The notes' section names share the question's words; the release date is the line the edit wrote, and the
+    vector index found the hunk that holds it."""
+    owner = memory.backing("b-notes")
+    lines = [" Changelog", " ---------", " ", "-0.7.0 (unreleased)", "+0.7.0 (2026-12-03)", " *****************",
+             " ", " Features:", " ", " - Duration fields are parsed from ISO 8601 strings.", " ", " Bug fixes:",
+             " ", " - Offsets keep their sign."]
+    path = str(memory.project / "CHANGELOG.rst")
+    edit = memory.tool(owner, "Edit", {"file_path": path, "old_string": "unreleased", "new_string": "2026-12-03"},
+                       {"filePath": path, "oldString": "unreleased", "newString": "2026-12-03",
+                        "structuredPatch": [{"oldStart": 1, "oldLines": 13, "newStart": 1, "newLines": 13,
+                                             "lines": lines}], "userModified": False, "replaceAll": False})
+    memory.assistant(owner, "The changelog is ready for the release.")
+    Indexer(memory.db).catch_up()
+    question = "what release date did we write into the notes for the feature release?"
+    workspace_id = queries.workspace_id_for(memory.db, str(memory.project))
+    row = next(row for row in retrieval.recall_ranked(memory.db, question, workspace_id=workspace_id, limit=5).rows
+               if row["id"] == edit)
+
+    picks = line_choice.choose(memory.db, line_choice.question_terms(memory.db, question), row).picks
+
+    texts = [memory.db.execute("SELECT text FROM episodes WHERE id = ?", (edit,)).fetchone()[0].split("\n")[
+        pick.number - 1] for pick in picks]
+    assert "+0.7.0 (2026-12-03)" in texts[:2], texts

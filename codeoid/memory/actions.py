@@ -92,7 +92,7 @@ _ROLE_CUES = {
     "assistant": re.compile(rf"\b(you|claude)\s+(\w+\s+)?{_ANSWERED}\b|\byour\s+(answer|suggestion|explanation"
                             r"|reply|advice|plan|verdict|opinion|recommendation)\b", re.IGNORECASE),
     "change": re.compile(r"\b(diffs?|edit(s|ed)?|chang(e|es|ed)|patch(es|ed)?|modif(y|ied|ication)|fix(es|ed)?"
-                         r"|add(s|ed)?)\b", re.IGNORECASE),
+                         r"|add(s|ed)?|we (write|wrote|have written))\b", re.IGNORECASE),
     "run": re.compile(rf"{_RUN_NOUNS}|{_RUN_DONE}|{_SUBJECT}\s+{_RUN_VERBS}\b", re.IGNORECASE),
     "read": re.compile(r"\b(the read|we read|opened|contents of)\b", re.IGNORECASE),
 }

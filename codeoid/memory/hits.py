@@ -332,7 +332,8 @@ def _say(source: _Sources, where: str, picked: list[Key], best: str) -> str:
         said = f"no line holds a query word; found by meaning in lines {_ranges(numbers)}"
     else:
         reasons = [reason for key, reason in (("words", "query words"), ("meaning", "meaning"),
-                                              ("shape", "an error or count line")) if key in why]
+                                              ("shape", "an error or count line"), ("diff", "what it changed"))
+                   if key in why]
         said = f"{'line' if len(numbers) == 1 else 'lines'} {_ranges(numbers)} match by {' and '.join(reasons)}"
     if where == "raw":
         unsearched = "" if found.raw_complete else f"; its lines past {found.raw_searched:,} were not searched"

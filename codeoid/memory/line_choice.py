@@ -49,6 +49,9 @@ ERROR_LINE = 0.3  # an error line
 # question's ordinary words (week store, second tuning half: 0.591 -> 0.614, no other set moved).
 FAILED_TEST = 0.4
 ASKED = 2.0  # how much more a shape counts when the question asks for it ("how many", "what broke")
+# A diff's added or removed line (an edit's patch, `git show`), beside the unchanged lines around it that share the
+# question's words: what the change did.
+CHANGED = 0.3
 EXPANDS = 0.5  # the share of a text line's score lent to the raw lines it names ("raw lines 64-73") with query words
 
 _WORD = re.compile(r"\w+")
@@ -103,7 +106,8 @@ class Pick:
 
     number: int
     source: str  # "text": the episode's text; "raw": the raw output behind it
-    why: str  # "words": it holds query words; "meaning"; "shape" (a count or error line); when nothing matched,
+    why: str  # "words": it holds query words; "meaning"; "shape" (a count or error line); "diff" (a line a diff
+    # changed, found by meaning); when nothing matched,
     # "changed" (a diff's added and removed lines) or "start" (the first lines)
     focus: int = 0  # a long line is shown from about this character on
     # Where in a long line the question's words are and what each weighs (character, weight): which of its
@@ -143,7 +147,9 @@ def choose(db: sqlite3.Connection, terms: Terms, row: Mapping[str, object], *, c
     searched_text = text[:raw.SEARCHED_BYTES]
     searched = min(len(lines), len(split_lines(searched_text)))
     meaning = _chunk_bonus(row.get("chunks"), len(lines))
-    scored = _score(terms, searched_text, lines, "text", meaning, shapes=row.get("kind") == "tool")
+    tool = row.get("kind") == "tool"
+    changed = _changed_lines(lines[:searched]) if tool else []
+    scored = _score(terms, searched_text, lines, "text", meaning, shapes=tool, changed=frozenset(changed))
     raw_id = row.get("raw_output_id")
     behind = _raw_text(db, raw_id, len(text.encode("utf-8", "surrogatepass"))) \
         if isinstance(raw_id, str) and raw_id else None
@@ -157,7 +163,6 @@ def choose(db: sqlite3.Connection, terms: Terms, row: Mapping[str, object], *, c
     scored.sort(key=lambda item: (-item[0], item[1].source != "text", item[1].number))
     picks = _distinct(scored, lines, raw_all, most)
     if not picks:
-        changed = _changed_lines(lines[:searched]) if row.get("kind") == "tool" else []
         if changed:  # an edit or a diff found by its input or its meaning: what it changed says what it did
             return LineChoice(tuple(Pick(number, "text", "changed") for number in changed[:most]), "changed",
                               len(lines), searched)
@@ -198,7 +203,8 @@ def _changed_lines(lines: Sequence[str]) -> list[int]:
 
 
 def _score(terms: Terms, text: str, lines: Sequence[str], source: str, meaning: Mapping[int, float], *,
-           shapes: bool, lent: Sequence[tuple[int, int, float]] = ()) -> list[tuple[float, Pick]]:
+           shapes: bool, lent: Sequence[tuple[int, int, float]] = (),
+           changed: frozenset[int] = frozenset()) -> list[tuple[float, Pick]]:
     """Every line of `text` (split as `lines`) with something for it, scored: its words' share of the question's
     weight, its meaning bonus, its shape's, and what the text lines that name it lend (`lent`: first and last raw
     line, score)."""
@@ -214,16 +220,18 @@ def _score(terms: Terms, text: str, lines: Sequence[str], source: str, meaning: 
     shaped = {numbers[at] for at in clues}
     total = terms.total or 1.0
     scored: list[tuple[float, Pick]] = []
-    for number in set(held) | set(meaning) | shaped:
+    for number in set(held) | set(meaning) | shaped | (changed & set(meaning)):
         if not 1 <= number <= len(lines):
             continue
         line = lines[number - 1]
         by_meaning = MEANING * meaning.get(number, 0.0)
         by_shape = _shape_bonus(terms, line) if number in shaped else 0.0
+        by_change = CHANGED if number in changed else 0.0
         by_lending = max((share for first, last, share in lent if first <= number <= last), default=0.0) \
             if number in held else 0.0
-        score = sum(held.get(number, {}).values()) / total + by_meaning + by_shape + by_lending
-        why = "words" if number in held else ("meaning" if by_meaning >= by_shape else "shape")
+        score = sum(held.get(number, {}).values()) / total + by_meaning + by_shape + by_change + by_lending
+        why = "words" if number in held else max((by_meaning, "meaning"), (by_shape, "shape"), (by_change, "diff"),
+                                                  key=lambda item: item[0])[1]
         if score > 0:
             found = spots.get(number, [])
             scored.append((score, Pick(number, source, why, _focus(line, found),
