@@ -430,6 +430,139 @@ THIRD_TUNING: list[tuple[str, str, str, list[str], str | list[str]]] = [
 ]
 
 
+# A fourth tuning half, written the same way by a session that ran no recall on it: ids z001-z040, split `tune4`.
+# Each row's comment names the episode or raw output its evidence was found in. Days (local = UTC): today = s15, s16;
+# 1 = s13, s14; 2 = s12; 3 = s10 (morning), s11 (afternoon); 4 = s09; 7 = s08; 8 = s07; 9 = s05 (morning), s06
+# (afternoon); 10 = s03, s04; 11 = s01 (morning), s02 (afternoon).
+FOURTH_TUNING: list[tuple[str, str, str, list[str], str | list[str]]] = [
+    # turn (7)
+    # verified: s01.a1 = ep 8
+    ("turn", "natural", "in the tour of the package you gave me, which module did you say holds the hooks that run before loading and after dumping?",
+     ["s01.a1"], "decorators.py"),
+    # verified: s02.a1 = ep 19
+    ("turn", "natural", "is the linter installed in my environment the same version the commit hooks are set up to use?",
+     ["s02.a1"], "the version the pre-commit config pins"),
+    # verified: s04.a1 = ep 37
+    ("turn", "natural", "could the billing folks relax the check on extra keys for a single load, without changing their schema class?",
+     ["s04.a1"], "overrides whatever the class says"),
+    # verified: s06.a2 = ep 60
+    ("turn", "natural", "if someone wants to rework the nightly report job for speed, what did you say they should do first?",
+     ["s06.a2"], "profile the export before anyone rewrites anything"),
+    # verified: s07.a1 = ep 65
+    ("turn", "natural", "would the teammate's duration change break callers who send a plain number of seconds as a string?",
+     ["s07.a1"], "take the old path"),
+    # verified: s13.a1 = ep 125
+    ("turn", "natural", "how far off were the times the customer in Chicago sent us, once they came back?",
+     ["s13.a1"], "twelve hours away"),
+    # verified: s16.a2 = ep 159
+    ("turn", "natural", "when does having git replay my earlier conflict resolutions actually pay off?",
+     ["s16.a2"], "long-lived branch is rebased again and again"),
+    # action (7)
+    # verified: s08.commit = ep 77, s16.log = ep 155 (its text and its raw raw-toolu_01YfJnuYhUUn7lccrjFdpWLq)
+    ("action", "natural", "when we committed the first patch release, how many files and lines did that commit touch?",
+     ["s08.commit", "s16.log"], "2 files changed, 9 insertions(+), 1 deletion(-)"),
+    # verified: s13.fix = ep 121
+    ("action", "natural", "what check did we put back into the date parsing to fix the Chicago customer's shifted times?",
+     ["s13.fix"], 'if tzinfo[0] == "-":'),
+    # verified: s15.fix = ep 148
+    ("action", "natural", "what one-line change did we make to get partial loading working again for a nested field with a different input name?",
+     ["s15.fix"], 'prefix = field_name + "."'),
+    # verified: s05.grep = ep 49
+    ("action", "natural", "when we searched the library's source for rounding settings, where did it show the field keeping its rounding mode?",
+     ["s05.grep"], "self.rounding = rounding"),
+    # verified: s15.verify = ep 151
+    ("action", "natural", "once partial loading was fixed, what did rerunning the little reproduction script print?",
+     ["s15.verify"], "{'name': 'Ada', 'address': {'street': '1 Main St'}}"),
+    # verified: s13.pickaxe = ep 119
+    ("action", "natural", "when we searched the history for the line that flips the offset's sign, which much older commit turned up besides the culprit?",
+     ["s13.pickaxe"], "Copy ISO8601 deserialization functions from Django"),
+    # verified: s14.fix = ep 131
+    ("action", "natural", "what did we change in the check that flags keys no field claims, to get the suite green before the feature release?",
+     ["s14.fix"], "field_obj.data_key if field_obj.data_key is not None else field_name"),
+    # topic (7)
+    # verified: s06.a1 = ep 56
+    ("topic", "natural", "does dumping get slower per row as the number of rows grows?",
+     ["s06.a1"], "stays flat as the list grows"),
+    # verified: s04.a1 = ep 37
+    ("topic", "natural", "since which major version has the library refused input keys it doesn't recognise by default?",
+     ["s04.a1"], "Since 3.0"),
+    # verified: s12.a1 = ep 109
+    ("topic", "natural", "which optional extras did we install into this environment?",
+     ["s12.a1"], "We only installed the `tests` extra"),
+    # verified: s01.a1 = ep 8
+    ("topic", "natural", "where in the library does the parsing of date strings live?",
+     ["s01.a1"], "has the ISO date parsing"),
+    # verified: s02.a2 = ep 22 ("run the suite on every supported Python"), s02.contributing = ep 21 (the other)
+    ("topic", "natural", "how can I try the test suite against all the interpreter versions the project claims to support, on my own machine?",
+     ["s02.a2", "s02.contributing"], ["run the suite on every supported Python", "To run tests in all supported Python versions"]),
+    # verified: s03.show = ep 26; only in the raws of s07.log (raw-toolu_01WkT4gR0Z7awEOJAtjcmZIU), s08.log
+    # (raw-toolu_01beTM2ixWB6YggNb9OuFs0P) and s16.log (raw-toolu_01YfJnuYhUUn7lccrjFdpWLq)
+    ("topic", "natural", "why did the teammate change the length limit comparison in the first place?",
+     ["s03.show", "s07.log", "s08.log", "s16.log"], "reads the same way as the other"),
+    # verified: s14.show = ep 129, s16.log = only in raw raw-toolu_01YfJnuYhUUn7lccrjFdpWLq
+    ("topic", "natural", "what reason did the colleague give for simplifying the check that finds keys no field claims?",
+     ["s14.show", "s16.log"], "no need to rebuild a set"),
+    # time (7)
+    # verified: s01.p3 = ep 12, s01.a3 = ep 14 (s01's last turn, 09:59 on day 11)
+    ("time", "natural", "at the end of my first morning on the project, what did I ask you about?",
+     ["s01.p3", "s01.a3"], ["Anything from Priya I should know about", "Priya's one commit on top of that"]),
+    # verified: s12.p3 = ep 113, s12.a3 = ep 115 (s12 is the only session two days ago; p3 is its last turn)
+    ("time", "natural", "two days ago, what was the last thing I asked you about?",
+     ["s12.p3", "s12.a3"], ["my own side project", "Nine times out of ten"]),
+    # verified: s06.p1 = ep 51 (16:18, nine days ago)
+    ("time", "natural", "nine days ago in the afternoon, which group suspected our library was what made their export slow?",
+     ["s06.p1"], "the ops folks think serialization is the slow part"),
+    # verified: s11.p1 = ep 96 (s09 merge and s10 lint came between the release s08 and it)
+    ("time", "natural", "after the first patch release went out, which team was the first to report a problem to us?",
+     ["s11.p1"], "The mobile team says"),
+    # verified: s14.a1 = ep 134 (the last full run that failed: s14.suite_fail; s15 ran only a subset)
+    ("time", "natural", "the last time a full run of the suite came back red, what did all the failures have in common?",
+     ["s14.a1"], "all about input keys that arrive under a"),
+    # verified: s07.a1 = ep 65 (eight days ago)
+    ("time", "natural", "eight days ago, how many commits did the branch I was asked to review have, and what were they?",
+     ["s07.a1"], "two commits: the feature, then a changelog entry"),
+    # verified: s11.fail = ep 97 (14:00, three days ago)
+    ("time", "natural", "three days ago in the afternoon, how many tests failed when we first ran the modules around error messages?",
+     ["s11.fail"], "7 failed, 304 passed"),
+    # line (7)
+    # verified: only in raw raw-toolu_01YfJnuYhUUn7lccrjFdpWLq of s16.log (ep 155)
+    ("line", "natural", "what reason did the colleague's commit give for making nested partial paths use attribute names?",
+     ["s16.log"], "the way only= and exclude= do"),
+    # verified: only in raw raw-toolu_01YfJnuYhUUn7lccrjFdpWLq of s16.log (ep 155)
+    ("line", "natural", "how did the commit that removed the minus-sign handling justify dropping it?",
+     ["s16.log"], "already derives the sign from the offset"),
+    # verified: only in raw raw-toolu_01avIwwIYOQBPfigQCTqgOVa of s02.contributing (ep 21), raw line 72
+    ("line", "natural", "according to the contributor guide, where should work on a fresh feature start from?",
+     ["s02.contributing"], "New features should branch off here"),
+    # verified: s06.cat_bench = ep 52
+    ("line", "natural", "how many objects does the bundled speed script dump unless you tell it otherwise?",
+     ["s06.cat_bench"], "default=20"),
+    # verified: only in raw raw-toolu_01LmYZn8ZjEzLPI8AoX4nDFW of s07.diff (ep 63), raw line 58
+    ("line", "natural", "in the teammate's duration parser, what message does the low-level error carry when the input doesn't match?",
+     ["s07.diff"], "Not a valid ISO 8601 duration"),
+    # verified: s12.workflow = ep 111
+    ("line", "natural", "which branches make the hosted pipeline run when something is pushed to them?",
+     ["s12.workflow"], 'branches: ["dev", "*.x-line"]'),
+    # verified: s05.suite_fail = ep 39
+    ("line", "natural", "in the failing money test, what input string was being loaded when the wrong value came out?",
+     ["s05.suite_fail"], "deserialize('12.355')"),
+    # lexical (5)
+    # verified: s14.suite_fail = ep 127
+    ("lexical", "lexical", "test_deserialize_with_attribute_param_error_returns_data_key_not_attribute_name failure",
+     ["s14.suite_fail"], "test_deserialize_with_attribute_param_error_returns_data_key_not_attribute_name"),
+    # verified: s07.diff = ep 63, s09.suite = only in raw raw-toolu_01OMYtKJE0AYk8eab5DtX7ld
+    ("lexical", "lexical", "test_timedelta_field_deserialization_iso_duration", ["s07.diff", "s09.suite"],
+     "test_timedelta_field_deserialization_iso_duration"),
+    # verified: s11.fail = ep 97
+    ("lexical", "lexical", "test_all_errors_on_many_nested_field_with_validates_decorator failed", ["s11.fail"],
+     "test_all_errors_on_many_nested_field_with_validates_decorator"),
+    # verified: s12.tox = ep 108, s12.grep_layout = ep 114
+    ("lexical", "lexical", "sphinx-autobuild --watch src/marshmallow", ["s12.tox", "s12.grep_layout"], "sphinx-autobuild"),
+    # verified: s01.read_serialize = ep 6
+    ("lexical", "lexical", "what does _CHECK_ATTRIBUTE do in Field.serialize?", ["s01.read_serialize"], "_CHECK_ATTRIBUTE"),
+]
+
+
 def main() -> None:
     seen: dict[tuple[str, str], int] = {}
     rows = []
@@ -445,6 +578,9 @@ def main() -> None:
     for number, (kind, style, question, answers, evidence) in enumerate(THIRD_TUNING, 1):
         rows.append({"id": f"y{number:03d}", "class": kind, "style": style, "question": question, "answers": answers,
                      "evidence": evidence, "split": "tune3"})
+    for number, (kind, style, question, answers, evidence) in enumerate(FOURTH_TUNING, 1):
+        rows.append({"id": f"z{number:03d}", "class": kind, "style": style, "question": question, "answers": answers,
+                     "evidence": evidence, "split": "tune4"})
     with open(HERE / "questions.jsonl", "w") as out:
         for row in rows:
             out.write(json.dumps(row) + "\n")
