@@ -50,6 +50,7 @@ def test_other_calls_have_their_role_only() -> None:
     ("why did our optimizer hints disappear?", set(), set(), True),
     ("where did the bug with the quotes come from?", set(), set(), True),
     ("what did we decide about the token limit?", set(), set(), True),
+    ("what did all the failures of the last red run have in common?", {"run"}, {"failed"}, True),
     ("what did the review of the uncommitted change conclude?", {"change"}, set(), True),
     ("could you reproduce the overnight CI failure?", {"run"}, {"failed"}, True),
     # A leading clause says which turn; the main clause names what is wanted.

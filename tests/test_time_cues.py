@@ -55,6 +55,8 @@ def at(days_ago: int, hour: float) -> float:
     ("what was the last commit we made?", {"order": "last"}),
     ("on the afternoon of my first day on the library, what did I ask?", {"end_days": (("first", "afternoon"),)}),
     ("what did we finish on our last day?", {"end_days": (("last", None),)}),
+    ("at the end of my first morning on the project, what did I ask you about?",
+     {"end_days": (("first", "morning"),)}),
     ("has the first patch release been published anywhere?",
      {"event": when.Event("release", "at", first=True, qualifier=("patch",)), "order": None}),
     ("what date did we write into the notes for the feature release?",
@@ -92,6 +94,7 @@ def test_each_time_and_order_form_is_read(question: str, expected: dict[str, obj
     "what did the bot bump shortly before the last upstream release?",  # someone else's release, not a command
     "what is new since the official release?",
     "what did we do that afternoon?",  # a day named before it, or none
+    "my first morning at the new job was odd",
 ])
 def test_ordinary_words_are_not_read_as_time(question: str) -> None:
     found = when.read(question, TODAY)

@@ -116,7 +116,7 @@ _EXPLANATION = re.compile(
     r"\b(why|reasons?|explain(s|ed)?|explanation|cause[sd]?|root cause|c[oa]me from|comes from|decid(e|ed)"
     r"|decisions?|conclu(de|ded|sion)|verdict|review(ed)?|recommend(ed|ation)?|suggest(ed|ion)?|advice|advise[sd]?"
     r"|how does|how do|how did .* work|what was wrong|what went wrong|the problem with|what did (you|we) find"
-    r"|what did (you|we) learn|what should (\w+ ){1,4}do|summar(y|ise|ize)|plan"
+    r"|what did (you|we) learn|what should (\w+ ){1,4}do|summar(y|ise|ize)|plan|(have|has|had) in common"
     r"|(could|can|were|did) (you|we) (be able to |manage to )?"
     r"(reproduce|find|figure|tell|work out|confirm))\b", re.IGNORECASE)
 

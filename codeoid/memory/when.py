@@ -47,10 +47,11 @@ _WEEKS_AGO = re.compile(rf"\b{_NUMBER}\s+weeks?\s+ago\b", re.IGNORECASE)
 _SAME_DAY = re.compile(rf"\b(?:(?:that|the same) {_PART}|(?:later|earlier) (?:that|the same) day|the same day)\b",
                        re.IGNORECASE)
 _WEEK = re.compile(r"\b(last|this|previous|past)\s+week\b|\bearlier this week\b", re.IGNORECASE)
-# "on my first day", "the afternoon of our last day": the first or last day the workspace saw work.
+# "on my first day", "the afternoon of our last day", "my first morning": the first or last day the workspace saw
+# work, or a part of it.
 # Not "the first day of the month" or "my first day at the new job": a day of something else.
-_END_DAY = re.compile(rf"\b(?:(?:in |on )?the {_PART} of |on )?(?:my|our|the) (?P<which>first|last) day\b"
-                      rf"(?! (?:of|at|in)\b){_DAY_PART}", re.IGNORECASE)
+_END_DAY = re.compile(rf"\b(?:(?:in |on )?the {_PART} of |on )?(?:(?:my|our|the) (?P<which>first|last) day|(?:my|our) "
+                      rf"(?P<which_part>first|last) {_PART})\b(?! (?:of|at|in)\b){_DAY_PART}", re.IGNORECASE)
 _WEEKDAY = re.compile(rf"\b(?:on|last)\s+({'|'.join(_WEEKDAYS)})\b{_DAY_PART}", re.IGNORECASE)
 _SESSION_WORD = r"(?:session|conversation|chat|window)"
 _PREVIOUS_SESSION = re.compile(rf"\b(?:previous|last|prior|earlier)\s+{_SESSION_WORD}\b|\b{_SESSION_WORD}\s+before"
@@ -221,7 +222,7 @@ def read(question: str, today: dt.date | None = None) -> Read:
             day(match, Days(earlier.first, earlier.last, _part(match.group(0))))
     end_days = []
     for match in _END_DAY.finditer(_blank(question, [(start, end) for _, start, end in where])):
-        end_days.append((match.group("which").lower(), _part(match.group(0))))
+        end_days.append(((match.group("which") or match.group("which_part")).lower(), _part(match.group(0))))
         where.append(("days", match.start(), match.end()))
     masked = _blank(question, [(start, end) for _, start, end in where])
     sessions: list[str] = []
