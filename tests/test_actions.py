@@ -58,6 +58,9 @@ def test_other_calls_have_their_role_only() -> None:
     ("what should the billing folks actually do so their payloads stop failing?", {"run"}, {"failed"}, True),
     ("what commit message did we use when we fixed the invoices?", {"run"}, {"commit"}, False),
     ("which other commit turned up besides the culprit?", {"run"}, {"commit"}, False),
+    # A trailing purpose says what the work was for: the change is wanted, not the green run.
+    ("what did we change in the check, to get the suite green before the release?", {"change"}, set(), False),
+    ("what did we run to make sure the fix works?", {"run"}, {"passed", "test"}, False),
     # ... unless the main clause names nothing: then the clause does.
     ("how many tests were picked when we ran only the duration ones?", {"run"}, {"test"}, False),
     # Nouns that name no action: a check, a run of words, passing something along.

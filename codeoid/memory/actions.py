@@ -150,17 +150,22 @@ _LEADING_CLAUSE = re.compile(r"^\s*(?:when|while|whenever|as|once|after|before)\
 # half: 0.682 -> 0.705 at a half, no other set moved).
 CLAUSE_STRENGTH = 0.5
 _TRAILING_CLAUSE = re.compile(r"(?<=\w)\s+(?:when|while|whenever)\s+(?:we|i|you)\b[^,?]*(?=\?|$)", re.IGNORECASE)
+# A trailing purpose ("what did we change in the check to get the suite green?"): it says what the work was for, and
+# the main clause what is wanted; weighed like the clauses above.
+_PURPOSE_CLAUSE = re.compile(r"(?<=\w),?\s+(?:in order |so as )?to\s+(?:get|make|keep|bring|have)\b[^,?]*(?=\?|$)",
+                             re.IGNORECASE)
 
 
 def asked(query: str) -> Asked:
     """Everything the question's words say about the episode it wants."""
     told = _LEADING_CLAUSE.sub("", query, count=1)
-    main = _TRAILING_CLAUSE.sub("", told, count=1)
+    said = _TRAILING_CLAUSE.sub("", told, count=1)
+    main = _PURPOSE_CLAUSE.sub("", said, count=1)  # a purpose names no role, but may say how a run went
     strength = 1.0
     if not query_roles(main) and query_roles(told):  # "how many tests were picked when we ran only these"
-        main, strength = told, CLAUSE_STRENGTH
+        main, said, strength = told, told, CLAUSE_STRENGTH
     roles = frozenset(query_roles(main))
-    tags = frozenset(tag for tag, cue in _TAG_CUES.items() if cue.search(main)) if "run" in roles else frozenset()
+    tags = frozenset(tag for tag, cue in _TAG_CUES.items() if cue.search(said)) if "run" in roles else frozenset()
     return Asked(roles, tags, bool(_EXPLANATION.search(query)), strength)
 
 
