@@ -233,15 +233,11 @@ def test_the_words_before_an_events_noun_single_out_which_of_several(codeoid_hom
     later_edit = memory.tool(later, "Edit", {"file_path": "fields.py", "old_string": "a", "new_string": "b"},
                              {"filePath": "fields.py"})
 
-    def points_at(question: str) -> set[int]:
-        resolved = resolve(memory, question)
-        return {episode for episode in (patch_tag, merged, feature_tag, later_edit)
-                if (row := queries.get_episode(memory.db, episode)) is not None
-                and resolved.bonus(episode, float(row["created_at"]), str(row["session_id"])) >= 0.99}
-
-    assert points_at("has the bug-fix release been published?") == {patch_tag}
-    assert points_at("what did we write into the notes for the feature release?") == {feature_tag}
-    assert points_at("was everything green for the latest release?") == {feature_tag}
+    ids = {"patch_tag": patch_tag, "merged": merged, "feature_tag": feature_tag, "later_edit": later_edit}
+    assert pointed(resolve(memory, "has the bug-fix release been published?"), ids, memory) == ["patch_tag"]
+    assert pointed(resolve(memory, "what did we write into the notes for the feature release?"), ids, memory) == \
+        ["feature_tag"]
+    assert pointed(resolve(memory, "was everything green for the latest release?"), ids, memory) == ["feature_tag"]
     next_to_patch = resolve(memory, "once the bug-fix release was done, what was the next piece of work?")
     assert next_to_patch.around.get(after_patch.session_id, (0.0, 0.0))[1] > 0
     assert feature.session_id not in next_to_patch.around or \
