@@ -26,13 +26,14 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from test_chroma_server import chroma_processes, free_port, wait_until
 from test_mcp_server import SERVER, Memory, call, episode_ids, git_project
+from test_recall_paging import hit_blocks, sources
 
 from codeoid.memory import chroma_server, retrieval
 from codeoid.memory.indexer import Indexer, IndexerSettings
 from codeoid.memory.vector_index import Chunk, Hit, VectorIndex, workspace_index_id
 from codeoid.service import lifecycle
 from codeoid.store import db as store_db
-from codeoid.store import dense_stats, identity, queries, retraction, vector_progress
+from codeoid.store import dense_stats, identity, queries, raw, retraction, vector_progress
 
 pytestmark = pytest.mark.slow
 
@@ -441,3 +442,49 @@ def test_forget_with_chroma_unreachable_says_the_vectors_wait(memory: Memory) ->
     assert "not purged: the vector index at http://127.0.0.1:" in done.stderr
     assert "stay queued and the indexer removes them when it next reaches the vector index" in done.stderr
     assert memory.db.execute("SELECT episode_id FROM vector_removals").fetchall() == [(pasted,)]
+
+
+def cut_contributing_guide(memory: Memory) -> int:
+    """A `cat` of a contributor guide whose middle compression cut: the branching advice is only in the raw output,
+    and shares no word with the question asked of it."""
+    licence = [f"Clause {n}: the licence grants use, copying and redistribution of this software." for n in range(40)]
+    branching = ["Work on a new capability begins from the dev branch, never from a release branch.",
+                 "Name the branch after the feature: git checkout -b name-of-feature dev.",
+                 "Bug fixes branch from the most recent release branch; the maintainer merges them forward.",
+                 "Push your branch to your fork and open the pull request against dev."]
+    conduct = [f"Rule {n}: be kind and patient with other people in discussions and reviews." for n in range(40)]
+    lines = ["Contributing guidelines", "=======================", *licence, *branching, *conduct]
+    stdout = ("\n".join(lines) + "\n").encode()
+    owner = memory.backing("b-guide")
+    raw.store_raw_output(memory.db, "raw-toolu_guide", command="cat CONTRIBUTING.rst", stdout=stdout, exit_status=0,
+                         tool_use_id="toolu_guide", session_id=owner.session_id, workspace_id=owner.workspace_id)
+    kept = [*lines[:4], f"[codeoid] {len(lines) - 8} lines cut (the file's middle), raw lines 5-{len(lines) - 4}",
+            *lines[-4:]]
+    return memory.bash(owner, "cat CONTRIBUTING.rst", "\n".join(kept), raw_output_id="raw-toolu_guide")
+
+
+def test_a_line_compression_cut_is_shown_when_the_question_finds_it_by_meaning_alone(
+        memory: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
+    guide = cut_contributing_guide(memory)
+    question = "which line should fresh development start off from?"
+    monkeypatch.setenv("CODEOID_INDEX_RAW_CHUNKS", "0")  # the text's chunks alone, as before cut lines were indexed
+    Indexer(memory.db).catch_up()
+    before = hit_blocks(call(memory, "recall", env=SEMANTIC, query=question, limit=3).text)[guide]
+
+    monkeypatch.delenv("CODEOID_INDEX_RAW_CHUNKS")
+    vector_progress.reset(memory.db)  # `codeoid reindex`
+    Indexer(memory.db).catch_up()
+    after = hit_blocks(call(memory, "recall", env=SEMANTIC, query=question, limit=3).text)[guide]
+
+    # Only the raw output holds the advice, and no word of the question is in it: before, the hit showed the
+    # guide's first lines; now its cut lines were found by meaning and the advice is among those shown.
+    assert not any("dev branch" in line for line in sources(before).values()), before
+    assert "lines compression cut:" in after and "by meaning" in after, after
+    shown_raw = [line for (item, _), line in sources(after).items() if item == "raw-toolu_guide"]
+    assert any("new capability begins from the dev branch" in line for line in shown_raw), after
+    # The cut lines' chunks are numbered as the raw output is and marked, so that they choose lines and rank nothing.
+    index = VectorIndex(store=identity.store_id(memory.db))
+    chunks = [hit for hit in all_hits(memory, index) if hit.episode_id == guide]
+    cut = [hit for hit in chunks if hit.metadata.get("source") == "raw"]
+    assert cut and all(5 <= hit.start_line <= hit.end_line <= 86 for hit in cut)
+    assert all(hit.end_line <= 9 for hit in chunks if hit not in cut)

@@ -27,10 +27,17 @@ def episode_header(episode: Mapping[str, object]) -> str:
     return " ".join(str(head).split())[:HEADER_CHARS]
 
 
+def cut_lines(text: str, raw_text: str) -> str:
+    """The raw output behind a compressed episode with every line its `text` kept blanked, numbered as before:
+    what only the raw output says (the middle of a file `cat` cut, a commit body cut from `git log`)."""
+    kept = set(text.split("\n"))
+    return "\n".join("" if line in kept else line for line in raw_text.split("\n")).rstrip("\n")
+
+
 def chunk_text(episode_id: int, header: str, body: str, *, count_tokens: Callable[[str], int], max_tokens: int,
-               max_chunks: int, metadata: Mapping[str, MetadataValue] | None = None) -> list[Chunk]:
+               max_chunks: int, metadata: Mapping[str, MetadataValue] | None = None, first: int = 0) -> list[Chunk]:
     """`body` in chunks of whole lines within `max_tokens` (header included), at most `max_chunks` of them
-    (the lines beyond stay searchable by BM25 and readable with get_episode)."""
+    (the lines beyond stay searchable by BM25 and readable with get_episode), numbered from `first`."""
     budget = max(16, max_tokens - SPECIAL_TOKENS - count_tokens(header))
     chunks: list[Chunk] = []
     lines: list[str] = []
@@ -41,7 +48,7 @@ def chunk_text(episode_id: int, header: str, body: str, *, count_tokens: Callabl
         nonlocal lines, used
         if lines and len(chunks) < max_chunks:
             text = header + "\n" + "\n".join(lines) if header else "\n".join(lines)
-            chunks.append(Chunk(episode_id=episode_id, number=len(chunks), start_line=start, end_line=end_line,
+            chunks.append(Chunk(episode_id=episode_id, number=first + len(chunks), start_line=start, end_line=end_line,
                                 text=text, metadata=dict(metadata or {})))
         lines, used = [], 0
 

@@ -10,10 +10,12 @@ connection commits, costs microseconds, and needs neither a watchdog thread nor 
 Embedding uses one onnxruntime thread, so the indexer costs at most one core. On each wake-up it also brings the
 keyword indexes up to date (`queries.catch_up_fts`), which recall would otherwise do on its own time.
 
-What enters the index: live and archived episodes, redacted (`codeoid.memory.privacy`); not codeoid's own tool calls
-or rotation seeds (copies of stored episodes), not episodes touching an excluded path, not retracted ones (and
-a retraction of an indexed episode removes its chunks). When Chroma is unreachable the indexer gives its
-claim back, waits `retry_seconds` and tries again, then catches up from its watermark.
+What enters the index: live and archived episodes, redacted (`codeoid.memory.privacy`), and of a compressed Bash
+output also the lines compression cut (chunks marked `source: raw`, which choose the lines a hit shows and rank
+nothing); not codeoid's own tool calls or rotation seeds (copies of stored episodes), not episodes touching an
+excluded path, not retracted ones (and a retraction of an indexed episode removes its chunks). When Chroma is
+unreachable the indexer gives its claim back, waits `retry_seconds` and tries again, then catches up from its
+watermark.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from codeoid.memory import chunking, corpus_stats, privacy
 from codeoid.memory.embedding import Embedder, default_embedder
 from codeoid.memory.vector_index import Chunk, VectorIndex, VectorIndexUnavailable, workspace_index_id
 from codeoid.store import db as store_db
-from codeoid.store import identity, queries, vector_progress
+from codeoid.store import identity, queries, raw, vector_progress
 from codeoid.store.queries import Row
 
 SKIPPED_ORIGINS = ("codeoid", "seed")  # as retrieval.NOT_RECALLED_ORIGINS: copies of episodes already stored
@@ -52,6 +54,10 @@ class IndexerSettings:
     lease_seconds: float = 120.0  # a claim older than this belongs to a dead indexer
     retry_seconds: float = 5.0  # between attempts to reach a Chroma that is down
     max_chunks: int = 128  # per episode: 128 x 256 tokens; later lines stay with BM25 and get_episode
+    # Of them, chunks of the lines compression cut from a Bash output (`raw_chunks`): 16 x 256 tokens, about 16 KB, so
+    # the middle of a file `cat` cut or a commit body cut from `git log` is found by meaning too, and a test log of
+    # megabytes costs the background a second or two of embedding, not a minute.
+    raw_chunks: int = 16
 
     @classmethod
     def from_env(cls) -> IndexerSettings:
@@ -61,6 +67,7 @@ class IndexerSettings:
             lease_seconds=max(0.1, _env_number("CODEOID_INDEX_LEASE_SECONDS", cls.lease_seconds)),
             retry_seconds=max(0.1, _env_number("CODEOID_INDEX_RETRY_SECONDS", cls.retry_seconds)),
             max_chunks=max(1, int(_env_number("CODEOID_INDEX_MAX_CHUNKS", cls.max_chunks))),
+            raw_chunks=max(0, int(_env_number("CODEOID_INDEX_RAW_CHUNKS", cls.raw_chunks))),
         )
 
 
@@ -146,19 +153,46 @@ class Indexer:
         return not self.policy.excluded(_paths(episode))
 
     def chunks(self, episode: Row) -> list[Chunk]:
+        """The episode's text in chunks, then the lines compression cut from the raw output behind it, in chunks
+        numbered on and marked `source: raw` (their lines are the raw output's)."""
         metadata = {"session_id": episode["session_id"], "kind": episode["kind"],
                     "tool_name": episode["tool_name"] or "", "created_at": float(episode["created_at"])}
-        return chunking.chunk_text(
-            episode["id"], self.policy.redact(chunking.episode_header(episode)), self.policy.redact(episode["text"]),
+        header = self.policy.redact(chunking.episode_header(episode))
+        chunks = chunking.chunk_text(
+            episode["id"], header, self.policy.redact(episode["text"]),
             count_tokens=self.embedder.count_tokens, max_tokens=self.embedder.max_tokens,
             max_chunks=self.settings.max_chunks, metadata=metadata,
         )
+        room = min(self.settings.raw_chunks, self.settings.max_chunks - len(chunks))
+        cut = self._cut_lines(episode) if room > 0 else None
+        if cut is None:
+            return chunks
+        return chunks + chunking.chunk_text(
+            episode["id"], header, self.policy.redact(cut), count_tokens=self.embedder.count_tokens,
+            max_tokens=self.embedder.max_tokens, max_chunks=room, metadata={**metadata, "source": "raw"},
+            first=len(chunks),
+        )
+
+    def _cut_lines(self, episode: Row) -> str | None:
+        """What only the raw output behind a compressed episode says (`chunking.cut_lines`), from its searched
+        head; None when it has none, its bytes are gone, or no rule cut it."""
+        raw_id = episode["raw_output_id"]
+        found = raw.get_raw_output(self.db, raw_id) if raw_id else None
+        text = str(episode["text"] or "")
+        if found is None or found.stdout_size == len(text.encode("utf-8", "surrogatepass")):
+            return None
+        head = raw.text_head(self.db, found, raw.SEARCHED_BYTES)
+        return chunking.cut_lines(text, head[0]) if head is not None else None
 
     def _replace_chunks(self, episode: Row) -> tuple[str, list[Sequence[float]]]:
-        """Write the episode's chunks; its collection and the embeddings written."""
+        """Write the episode's chunks; its collection and the embeddings of its text's chunks (those that rank, and
+        that recall's cosines are standardised over)."""
         workspace = workspace_index_id(episode["portable_id"], episode["key"])
         self.index.delete_episode(workspace, episode["id"])  # a redo may make fewer chunks than before
-        return workspace, self.index.add_chunks(workspace, self.chunks(episode))
+        chunks = self.chunks(episode)
+        vectors = self.index.add_chunks(workspace, chunks)
+        return workspace, [vector for chunk, vector in zip(chunks, vectors, strict=True)
+                           if chunk.metadata.get("source") != "raw"]
 
     def _index_restored(self) -> None:
         """Episodes `codeoid restore` gave back after the watermark passed them (their chunks left the index when

@@ -157,7 +157,8 @@ def choose(db: sqlite3.Connection, terms: Terms, row: Mapping[str, object], *, c
     if behind is not None:
         raw_all = split_lines(behind[0])
         kept = set(lines)  # a line compression kept is shown from the text
-        scored += [candidate for candidate in _score(terms, behind[0], raw_all, "raw", {}, shapes=True,
+        raw_meaning = _chunk_bonus(row.get("raw_chunks"), len(raw_all))
+        scored += [candidate for candidate in _score(terms, behind[0], raw_all, "raw", raw_meaning, shapes=True,
                                                      lent=_named_raw_lines(scored, lines))
                    if raw_all[candidate[1].number - 1] not in kept]
     scored.sort(key=lambda item: (-item[0], item[1].source != "text", item[1].number))

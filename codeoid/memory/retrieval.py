@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import TYPE_CHECKING, TypeVar
 
@@ -39,6 +39,9 @@ MAX_COMPARED_BYTES = 64 << 20
 # below it a candidate is further from the query than most of the store ("Done.", "ok"), and a hit list is
 # better short than filled with such filler. Reciprocal rank fusion's scores are all positive and have no floor.
 SCORE_FLOOR = 0.0
+# The vector index is asked for this many times the chunks ranking takes, so the chunks of lines compression cut
+# (`source: raw`), which rank nothing, do not take the place of a text's chunk.
+CUT_ROOM = 2
 
 
 @dataclass(frozen=True)
@@ -89,6 +92,7 @@ def recall_ranked(db: sqlite3.Connection, query: str, *, workspace_id: int | Non
     dense = dense or _Dense([], None)
     store = identity.store_id(db)
     hits = [hit for hit in dense.hits if hit.store == store]
+    raw_hits = [hit for hit in dense.cut if hit.store == store]
     shared = _shared_hits(dense.hits[:limit], store, limit) \
         if fallback is None and chroma_server.shared_hits_enabled() else ()
     by_id = {row["id"]: row for row in lexical}
@@ -125,6 +129,9 @@ def recall_ranked(db: sqlite3.Connection, query: str, *, workspace_id: int | Non
             # Every chunk of it among the nearest, for the lines its hit shows (`codeoid.memory.line_choice`).
             row["chunks"] = [(hit.start_line, hit.end_line, 1.0 - hit.distance) for hit in hits
                              if hit.episode_id == episode_id]
+        # And of the lines compression cut from the raw output behind it, numbered as that is.
+        row["raw_chunks"] = [(hit.start_line, hit.end_line, 1.0 - hit.distance) for hit in raw_hits
+                             if hit.episode_id == episode_id]
         rows.append(row)
     if fallback is not None:
         return Recalled(rows, "BM25", fallback)
@@ -158,8 +165,11 @@ def _tool_neighbours(db: sqlite3.Connection, ids: list[int], by_id: dict[int, Ro
 
 @dataclass(frozen=True)
 class _Dense:
-    hits: list[Hit]
+    hits: list[Hit]  # the nearest chunks of episodes' texts: what ranks
     standardiser: tuple[float, float] | None  # (q.mu, sqrt(q' Sigma q)) from the corpus statistics, when known
+    # The nearest chunks of what compression cut from raw outputs (`source: raw`): they rank nothing, they say
+    # which of a hit's cut lines to show (`line_choice`).
+    cut: list[Hit] = field(default_factory=list)
 
 
 def _when(db: sqlite3.Connection, query: str, workspace_id: int | None, skip_live_of: str | None
@@ -256,7 +266,7 @@ def _dense_beside(db: sqlite3.Connection, query: str, workspace_id: int | None, 
     if isinstance(asked, str):
         return lambda: (None, asked)
     nearest = _run_beside(partial(_nearest, asked, query, n))
-    return lambda: _dense_answer(db, asked, nearest.result())
+    return lambda: _dense_answer(db, asked, nearest.result(), n)
 
 
 @dataclass(frozen=True)
@@ -294,20 +304,27 @@ def _nearest(asked: _DenseQuestion, query: str, n: int) -> tuple[Sequence[float]
 
     try:
         vector = asked.index.embed([query])[0]
-        return vector, asked.index.query(query, asked.collection, n, embedding=vector)
+        return vector, asked.index.query(query, asked.collection, CUT_ROOM * n, embedding=vector)
     except VectorIndexUnavailable as error:
         return f"the vector index is unreachable ({error})"
 
 
-def _dense_answer(db: sqlite3.Connection, asked: _DenseQuestion,
-                  found: tuple[Sequence[float], list[Hit]] | str) -> tuple[_Dense | None, str | None]:
+def _dense_answer(db: sqlite3.Connection, asked: _DenseQuestion, found: tuple[Sequence[float], list[Hit]] | str,
+                  n: int) -> tuple[_Dense | None, str | None]:
     if isinstance(found, str):
         return None, found
     from codeoid.memory import corpus_stats
 
     vector, hits = found
     stats = corpus_stats.load(db, asked.collection)
-    return _Dense(hits, stats.standardiser(vector) if stats is not None else None), None
+    # Ranking sees the `n` nearest chunks of texts (this store's, and teammates'), as if the cut lines' chunks were
+    # not there (tried: ranked, they put a log's cut middle above the run's own summary).
+    store = identity.store_id(db)
+    text = [hit for hit in hits if hit.metadata.get("source") != "raw"]
+    ranked = sorted([hit for hit in text if hit.store == store][:n] + [hit for hit in text if hit.store != store][:n],
+                    key=lambda hit: hit.distance)
+    return _Dense(ranked, stats.standardiser(vector) if stats is not None else None,
+                  [hit for hit in hits if hit.metadata.get("source") == "raw"]), None
 
 
 _beside: ThreadPoolExecutor | None = None

@@ -33,7 +33,7 @@ def progress(db: sqlite3.Connection) -> Progress:
 
 EPISODE_COLUMNS = """e.id, e.workspace_id, e.session_id, e.backing_session_id, e.kind, e.state, e.tool_name,
                       e.input, e.command, e.original_command, e.text, e.paths, e.origin, e.summary, e.created_at,
-                      w.portable_id, w.key"""
+                      e.raw_output_id, w.portable_id, w.key"""
 
 
 def claim_batch(db: sqlite3.Connection, owner: str, *, limit: int, lease_seconds: float) -> list[Row] | None:
