@@ -53,6 +53,11 @@ def test_other_calls_have_their_role_only() -> None:
     ("what did all the failures of the last red run have in common?", {"run"}, {"failed"}, True),
     ("what did the review of the uncommitted change conclude?", {"change"}, set(), True),
     ("could you reproduce the overnight CI failure?", {"run"}, {"failed"}, True),
+    # A yes-or-no question about the work asks for a verdict: its verbs are hypothetical, no action done.
+    ("would the teammate's change break callers who send a plain number?", set(), set(), True),
+    ("can the duration parser cope with a negative span?", set(), set(), True),
+    ("if I edit the library's code, do my edits apply right away?", set(), set(), True),
+    ("is the linter the same version the commit hooks pin?", set(), set(), True),
     # A leading clause says which turn; the main clause names what is wanted.
     ("when you checked my setup, why did you stop the linter from changing files?", set(), set(), True),
     ("what should the billing folks actually do so their payloads stop failing?", {"run"}, {"failed"}, True),

@@ -121,6 +121,16 @@ _EXPLANATION = re.compile(
     r"(reproduce|find|figure|tell|work out|confirm))\b", re.IGNORECASE)
 
 
+# A yes-or-no question about the work, in the present or with a modal ("can the parser cope with a negative span?",
+# "would the change break callers?", "is the linter the version the hooks pin?", "if I edit the code, do my edits
+# apply?") asks for a verdict, which the answer that closed a turn gives; its verbs are hypothetical and name no
+# action done. One about what we did ("could you reproduce the failure", "did the tests pass") still names its
+# action. (Week store, third and fourth tuning halves: one and two questions more, the lines set one; no other set
+# moved.)
+_VERDICT = re.compile(r"^\s*(?:if\b[^,?]{0,120},\s*)?(?:can|could|would|will|should|might|may|is|are|does|do)\b"
+                      r"(?!\s+(?:we|you|i)\b)", re.IGNORECASE)
+
+
 @dataclass(frozen=True)
 class Asked:
     """What a question names: roles (`role_of`), run tags (`tags_of`), and whether it asks for an explanation."""
@@ -164,6 +174,8 @@ def asked(query: str) -> Asked:
     strength = 1.0
     if not query_roles(main) and query_roles(told):  # "how many tests were picked when we ran only these"
         main, said, strength = told, told, CLAUSE_STRENGTH
+    if _VERDICT.match(told):
+        return Asked(frozenset(), frozenset(), True, strength)
     roles = frozenset(query_roles(main))
     tags = frozenset(tag for tag, cue in _TAG_CUES.items() if cue.search(said)) if "run" in roles else frozenset()
     return Asked(roles, tags, bool(_EXPLANATION.search(query)), strength)
