@@ -586,3 +586,25 @@ def test_an_edit_found_by_its_path_shows_the_lines_it_changed(memory: Memory) ->
     assert "\n5: -MAX_GROUPING_TOKENS = 100\n6: +MAX_GROUPING_TOKENS = 10000\n" in block, block
     assert_every_line_pages_back(memory, {edit: block})
 
+
+
+def test_a_short_script_found_by_its_path_shows_its_lines_past_the_fifth(memory: Memory) -> None:
+    owner = memory.backing("bs-1")
+    content = "\n".join(["from marshmallow import Schema, fields", "", "",
+                         "class AddressSchema(Schema):", "    street = fields.Str(required=True)",
+                         "    city = fields.Str(required=True)", "", "",
+                         "class CustomerSchema(Schema):", "    name = fields.Str(required=True)", "", "",
+                         'payload = {"name": "Ada", "billingAddress": {"street": "1 Main St"}}',
+                         "print(CustomerSchema().load(payload))"]) + "\n"
+    path = str(memory.project / "wombat_repro.py")
+    write = memory.tool(owner, "Write", {"file_path": path, "content": content},
+                        {"type": "create", "filePath": path, "content": content})
+
+    recalled = call(memory, "recall", query="what was the wombat_repro script for?", limit=1)
+
+    # No line holds a word of the question (it matched the path): the hit shows the script's first lines as far as
+    # its room goes, down to the payload it feeds in, not only the first five.
+    block = hit_blocks(recalled.text)[write]
+    assert "its first lines" in block, block
+    assert numbered(block)[13].startswith('payload = {"name": "Ada"'), block
+    assert_every_line_pages_back(memory, {write: block})
