@@ -46,7 +46,7 @@ def test_other_calls_have_their_role_only() -> None:
     ("what changed in the code to bring the hints back?", {"change"}, set(), False),
     ("what test did we add for the quotes problem?", {"change"}, set(), False),
     ("what release date did we write into the notes?", {"change"}, set(), False),
-    ("which file does the script write its profile to?", set(), set(), False),  # what a program does
+    ("which file does the script write its profile to?", {"read"}, set(), False),  # a program's lines, no change
     ("why did our optimizer hints disappear?", set(), set(), True),
     ("where did the bug with the quotes come from?", set(), set(), True),
     ("what did we decide about the token limit?", set(), set(), True),
@@ -58,6 +58,9 @@ def test_other_calls_have_their_role_only() -> None:
     ("can the duration parser cope with a negative span?", set(), set(), True),
     ("if I edit the library's code, do my edits apply right away?", set(), set(), True),
     ("is the linter the same version the commit hooks pin?", set(), set(), True),
+    # A file's kind names the read of it.
+    ("how many objects does the bundled speed script dump by default?", {"read"}, set(), False),
+    ("which jobs does the release workflow run first?", {"read"}, set(), False),
     # A leading clause says which turn; the main clause names what is wanted.
     ("when you checked my setup, why did you stop the linter from changing files?", set(), set(), True),
     ("what should the billing folks actually do so their payloads stop failing?", {"run"}, {"failed"}, True),
