@@ -3,9 +3,11 @@ new episode is indexed after its commit (the wake-up latency of `Indexer.run`).
 
 A temporary data dir with its own local Chroma server; a store filled through the capture API with a mix of
 40% prompts (one line), 30% assistant messages (about ten lines), 30% tool results (`--tool-lines` lines of
-test-runner output). CPU time is the process's, so CPU/wall shows whether the one-core bound held.
+test-runner output). With `--cut-kb N` each tool result is a compressed run of N KB whose middle compression cut
+(the raw output stored, its head and tail kept), so the indexer also embeds the cut lines (`raw_chunks` of them at
+most). CPU time is the process's, so CPU/wall shows whether the one-core bound held.
 
-    .venv/bin/python benchmarks/indexer.py [--episodes 300] [--tool-lines 120] [--wakeups 10]
+    .venv/bin/python benchmarks/indexer.py [--episodes 300] [--tool-lines 120] [--cut-kb 0] [--wakeups 10]
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--episodes", type=int, default=300)
     parser.add_argument("--tool-lines", type=int, default=120)
+    parser.add_argument("--cut-kb", type=int, default=0, help="each tool result's raw output, compressed (KB)")
     parser.add_argument("--wakeups", type=int, default=10)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as scratch:
@@ -36,7 +39,7 @@ def main() -> None:
         from codeoid.memory import chroma_server
         from codeoid.memory.indexer import Indexer, IndexerSettings
         from codeoid.store import db as store_db
-        from codeoid.store import vector_progress
+        from codeoid.store import raw, vector_progress
 
         memory = Memory(Path(os.environ["CODEOID_HOME"]), git_project(Path(scratch) / "project"))
         try:
@@ -47,6 +50,17 @@ def main() -> None:
                 elif n % 10 < 7:
                     memory.assistant(owner, "\n".join(f"Step {k}: the cache key for request {n} omits the locale, "
                                                       "so a warm entry answers for the wrong one." for k in range(10)))
+                elif args.cut_kb:
+                    lines = [f"tests/test_cache.py::test_case_{n}_{k} PASSED [{k % 100}%] locale {k * 7 % 13}"
+                             for k in range(args.cut_kb * 1024 // 56)]
+                    raw_id = f"raw-toolu_bench_{n}"
+                    raw.store_raw_output(memory.db, raw_id, command=f"pytest -k case_{n}",
+                                         stdout=("\n".join(lines) + "\n").encode(), exit_status=0,
+                                         tool_use_id=f"toolu_bench_{n}", session_id=owner.session_id,
+                                         workspace_id=owner.workspace_id)
+                    kept = [*lines[:10], f"[codeoid] {len(lines) - 20} lines cut (passed tests), raw lines "
+                                         f"11-{len(lines) - 10}", *lines[-10:]]
+                    memory.bash(owner, f"pytest -k case_{n}", "\n".join(kept), raw_output_id=raw_id)
                 else:
                     memory.bash(owner, f"pytest -k case_{n}", "\n".join(
                         f"tests/test_cache.py::test_case_{n}_{k} PASSED [{k}%]" for k in range(args.tool_lines)))
