@@ -444,47 +444,54 @@ def test_forget_with_chroma_unreachable_says_the_vectors_wait(memory: Memory) ->
     assert memory.db.execute("SELECT episode_id FROM vector_removals").fetchall() == [(pasted,)]
 
 
-def cut_contributing_guide(memory: Memory) -> int:
-    """A `cat` of a contributor guide whose middle compression cut: the branching advice is only in the raw output,
-    and shares no word with the question asked of it."""
+def cut_rules_file(memory: Memory) -> int:
+    """A `cat` of a project's rules whose middle compression cut: the kept head and tail are licence and conduct
+    boilerplate, and the branching advice is only in the raw output, sharing no word with the question asked of it."""
     licence = [f"Clause {n}: the licence grants use, copying and redistribution of this software." for n in range(40)]
     branching = ["Work on a new capability begins from the dev branch, never from a release branch.",
                  "Name the branch after the feature: git checkout -b name-of-feature dev.",
                  "Bug fixes branch from the most recent release branch; the maintainer merges them forward.",
-                 "Push your branch to your fork and open the pull request against dev."]
+                 "Push your branch to your fork and open the pull request against dev.",
+                 "Keep each branch to one feature, and rebase the branch on dev before asking for review.",
+                 "Delete the branch once it is merged into dev.",
+                 "Never commit directly to dev or to a release branch.",
+                 "A long-lived feature branch takes dev in weekly.",
+                 "Experiments go on a branch of your fork, not on a branch here.",
+                 "Documentation fixes may branch from the release branch they correct."]
     conduct = [f"Rule {n}: be kind and patient with other people in discussions and reviews." for n in range(40)]
-    lines = ["Contributing guidelines", "=======================", *licence, *branching, *conduct]
+    lines = ["Project rules", "=============", *licence, *branching, *conduct]
     stdout = ("\n".join(lines) + "\n").encode()
-    owner = memory.backing("b-guide")
-    raw.store_raw_output(memory.db, "raw-toolu_guide", command="cat CONTRIBUTING.rst", stdout=stdout, exit_status=0,
-                         tool_use_id="toolu_guide", session_id=owner.session_id, workspace_id=owner.workspace_id)
+    owner = memory.backing("b-rules")
+    raw.store_raw_output(memory.db, "raw-toolu_rules", command="cat RULES.rst", stdout=stdout, exit_status=0,
+                         tool_use_id="toolu_rules", session_id=owner.session_id, workspace_id=owner.workspace_id)
     kept = [*lines[:4], f"[codeoid] {len(lines) - 8} lines cut (the file's middle), raw lines 5-{len(lines) - 4}",
             *lines[-4:]]
-    return memory.bash(owner, "cat CONTRIBUTING.rst", "\n".join(kept), raw_output_id="raw-toolu_guide")
+    return memory.bash(owner, "cat RULES.rst", "\n".join(kept), raw_output_id="raw-toolu_rules")
 
 
 def test_a_line_compression_cut_is_shown_when_the_question_finds_it_by_meaning_alone(
         memory: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
-    guide = cut_contributing_guide(memory)
-    question = "which line should fresh development start off from?"
+    rules = cut_rules_file(memory)
+    question = "where do I base a fresh piece of development?"
     monkeypatch.setenv("CODEOID_INDEX_RAW_CHUNKS", "0")  # the text's chunks alone, as before cut lines were indexed
     Indexer(memory.db).catch_up()
-    before = hit_blocks(call(memory, "recall", env=SEMANTIC, query=question, limit=3).text)[guide]
+    before = hit_blocks(call(memory, "recall", env=SEMANTIC, query=question, limit=3).text)[rules]
 
     monkeypatch.delenv("CODEOID_INDEX_RAW_CHUNKS")
     vector_progress.reset(memory.db)  # `codeoid reindex`
     Indexer(memory.db).catch_up()
-    after = hit_blocks(call(memory, "recall", env=SEMANTIC, query=question, limit=3).text)[guide]
+    after = hit_blocks(call(memory, "recall", env=SEMANTIC, query=question, limit=3).text)[rules]
 
-    # Only the raw output holds the advice, and no word of the question is in it: before, the hit showed the
-    # guide's first lines; now its cut lines were found by meaning and the advice is among those shown.
-    assert not any("dev branch" in line for line in sources(before).values()), before
+    # Only the raw output holds the advice, and no word of the question is in it: before, the hit showed the file's
+    # first lines; now its cut lines were found by meaning, nearer the question than the kept boilerplate, and the
+    # branching advice is what is shown of them.
+    assert not any("branch" in line for line in sources(before).values()), before
     assert "lines compression cut:" in after and "by meaning" in after, after
-    shown_raw = [line for (item, _), line in sources(after).items() if item == "raw-toolu_guide"]
-    assert any("new capability begins from the dev branch" in line for line in shown_raw), after
+    shown_raw = [line for (item, _), line in sources(after).items() if item == "raw-toolu_rules"]
+    assert any("branch" in line for line in shown_raw), after
     # The cut lines' chunks are numbered as the raw output is and marked, so that they choose lines and rank nothing.
     index = VectorIndex(store=identity.store_id(memory.db))
-    chunks = [hit for hit in all_hits(memory, index) if hit.episode_id == guide]
+    chunks = [hit for hit in all_hits(memory, index) if hit.episode_id == rules]
     cut = [hit for hit in chunks if hit.metadata.get("source") == "raw"]
-    assert cut and all(5 <= hit.start_line <= hit.end_line <= 86 for hit in cut)
+    assert cut and all(5 <= hit.start_line <= hit.end_line <= 88 for hit in cut)  # of 92 lines, 4 kept each end
     assert all(hit.end_line <= 9 for hit in chunks if hit not in cut)

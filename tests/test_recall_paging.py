@@ -17,6 +17,7 @@ import pytest
 from conftest import executable
 from test_mcp_server import Memory, call, episode_ids, git_project, serve, shown_lines
 
+from codeoid.memory import line_choice
 from codeoid.store import raw
 
 # The line that says which lines of a source follow (`best: get_episode("42", ...)`), whichever source comes first.
@@ -608,3 +609,26 @@ def test_a_short_script_found_by_its_path_shows_its_lines_past_the_fifth(memory:
     assert "its first lines" in block, block
     assert numbered(block)[13].startswith('payload = {"name": "Ada"'), block
     assert_every_line_pages_back(memory, {write: block})
+
+
+def test_cut_lines_come_before_a_kept_line_only_when_nearer_the_question_than_the_kept_text(memory: Memory) -> None:
+    """Compression kept the line that answers; the lines it cut share the question's rarer word. Found as near the
+    question as the kept text, they do not displace it; found nearer, they gain what they are nearer by."""
+    owner = memory.backing("bs-1")
+    answer = "the bot bumped the docs builder from 8.1.0 to 8.1.3"
+    stdout = "\n".join([answer, "updated-dependencies:", "- dependency-name: docs-builder, bumped by the bot",
+                        "  dependency-type: direct"]).encode() + b"\n"
+    raw.store_raw_output(memory.db, "raw-toolu_bump", command="cat bump.log", stdout=stdout, exit_status=0,
+                         tool_use_id="toolu_bump", session_id=owner.session_id, workspace_id=owner.workspace_id)
+    log = memory.bash(owner, "cat bump.log", f"{answer}\n[codeoid] 3 lines cut", raw_output_id="raw-toolu_bump")
+    found = memory.db.execute("SELECT * FROM episodes WHERE id = ?", (log,))
+    row = dict(zip([column[0] for column in found.description], found.fetchone(), strict=True))
+    terms = line_choice.question_terms(memory.db, "what did the dependency bot bump the docs builder to?")
+
+    def best(text_cosine: float, cut_cosine: float) -> tuple[str, int]:
+        chosen = line_choice.choose(memory.db, terms, {**row, "chunks": [(1, 2, text_cosine)],
+                                                       "raw_chunks": [(2, 4, cut_cosine)]})
+        return chosen.picks[0].source, chosen.picks[0].number
+
+    assert best(0.45, 0.45) == ("text", 1)
+    assert best(0.2, 0.5) == ("raw", 3)

@@ -161,7 +161,12 @@ def choose(db: sqlite3.Connection, terms: Terms, row: Mapping[str, object], *, c
     if behind is not None:
         raw_all = split_lines(behind[0])
         kept = set(lines)  # a line compression kept is shown from the text
-        raw_meaning = _chunk_bonus(row.get("raw_chunks"), len(raw_all))
+        # A cut line's meaning counts as far as its chunk is nearer the question than the kept text's nearest: a
+        # block of cut lines only as near as the kept ones (a bot's commit bodies under the digest line that
+        # answers, a grep's cut block) does not come before a kept line that holds the question's words.
+        floor = max(meaning.values(), default=0.0)
+        raw_meaning = {number: bonus - floor for number, bonus in
+                       _chunk_bonus(row.get("raw_chunks"), len(raw_all)).items() if bonus > floor}
         scored += [candidate for candidate in _score(terms, behind[0], raw_all, "raw", raw_meaning, shapes=True,
                                                      lent=_named_raw_lines(scored, lines))
                    if raw_all[candidate[1].number - 1] not in kept]
