@@ -563,6 +563,139 @@ FOURTH_TUNING: list[tuple[str, str, str, list[str], str | list[str]]] = [
 ]
 
 
+# A fifth tuning half, written the same way by a session that ran no recall on it (every evidence string checked in
+# the stored episode or its raw output): ids v001-v040, split `tune5`.
+FIFTH_TUNING: list[tuple[str, str, str, list[str], str | list[str]]] = [
+    # turn (7)
+    # verified: s01.a1 = ep 8
+    ("turn", "natural", "in that first overview of the package, which part did you say lets one schema point at another just by its name?",
+     ["s01.a1"], "name a schema by string"),
+    # verified: s05.a2 = ep 50
+    ("turn", "natural", "besides duplicating the decimal context, what harm did you see in a process-wide switch for how money gets rounded?",
+     ["s05.a2"], "leak between unrelated schemas"),
+    # verified: s06.a1 = ep 56
+    ("turn", "natural", "roughly how much of the nightly export's runtime did you estimate goes to turning the rows into plain data?",
+     ["s06.a1"], "about 0.5 s of serialization"),
+    # verified: s07.a2 = ep 67
+    ("turn", "natural", "if a caller really does mean a month of thirty days, what did you say they should send instead?",
+     ["s07.a2"], "can send P30D"),
+    # verified: s11.a1 = ep 104
+    ("turn", "natural", "in which situation is the shortcut for combining two sets of validation messages actually harmless?",
+     ["s11.a1"], "fine while the two dicts have different keys"),
+    # verified: s12.a3 = ep 115
+    ("turn", "natural", "what concrete change to my hobby project's build pipeline did you recommend so the package can be imported there?",
+     ["s12.a3"], "`pip install -e .` to the CI job"),
+    # verified: s16.a2 = ep 159
+    ("turn", "natural", "how would I switch on git's memory of conflict resolutions for just this checkout?",
+     ["s16.a2"], "git config rerere.enabled true"),
+    # action (7)
+    # verified: s03.fix = ep 28
+    ("action", "natural", "when we fixed the accounts team's signup name limit, what did the edited upper bound check end up looking like?",
+     ["s03.fix"], "length > self.max"),
+    # verified: s10.fix = ep 92
+    ("action", "natural", "which line did we delete so the linter would stop complaining before the merge was pushed?",
+     ["s10.fix"], "-import math"),
+    # verified: s14.commit = ep 140, s16.log = ep 155
+    ("action", "natural", "how big was the commit that bumped us to the feature release, in files and lines?",
+     ["s14.commit", "s16.log"], "2 files changed, 8 insertions(+), 2 deletions(-)"),
+    # verified: s11.commit = ep 103, s16.log = ep 155 (raw)
+    ("action", "natural", "what explanation did we write into the commit body when we fixed the phone number losing one of its messages?",
+     ["s11.commit", "s16.log"], "A shallow dict merge dropped the first message"),
+    # verified: s05.fix = ep 43
+    ("action", "natural", "what exactly did the edit that cured the cent-off invoices put back into the code?",
+     ["s05.fix"], "num.quantize(self.places, rounding=self.rounding)"),
+    # verified: s11.fix = ep 101
+    ("action", "natural", "after our repair, what happens when both sets of validation messages carry an entry for the same field?",
+     ["s11.fix"], "errors[key] = merge_errors(errors[key], val)"),
+    # verified: s11.log = ep 98
+    ("action", "natural", "when we looked up who last touched the module that collects validation messages, what older cleanup showed up beneath the speed-up?",
+     ["s11.log"], "Remove dead code in error_store.py"),
+    # topic (7)
+    # verified: s07.diff = ep 63, s09.read_conflict = ep 83, s14.read_changelog = ep 136
+    ("topic", "natural", "which units of time may the new textual period format contain?",
+     ["s07.diff", "s09.read_conflict", "s14.read_changelog"], "weeks, days, hours, minutes and seconds"),
+    # verified: s07.diff = ep 63, s07.a1 = ep 65
+    ("topic", "natural", "how does the time span field tell a period string apart from a plain number before it tries to parse it?",
+     ["s07.diff", "s07.a1"], ['value.startswith("P")', 'starts with "P"']),
+    # verified: s05.grep = ep 49, s05.a2 = ep 50
+    ("topic", "natural", "if a money field is declared without saying how to round, what ends up deciding how its amounts get rounded?",
+     ["s05.grep", "s05.a2"], ["uses the rounding value from", "falls back to the current thread's decimal context"]),
+    # verified: s15.add_test = ep 150
+    ("topic", "natural", "when loading only part of a nested record, should the dotted paths refer to the incoming keys or to the attribute names, as we settled it?",
+     ["s15.add_test"], "Partial paths name the keys of the input"),
+    # verified: s01.a1 = ep 8, s01.read_dump = ep 5
+    ("topic", "natural", "when an object is dumped, what name does a value get in the output if its field declares a different external name?",
+     ["s01.a1", "s01.read_dump"], ["keyed by the field's `data_key` when it has one",
+                                   "key = field_obj.data_key if field_obj.data_key is not None else attr_name"]),
+    # verified: s01.read_init = ep 3
+    ("topic", "natural", "now that the old module-level attribute is on its way out, how are users supposed to find out which release they have installed?",
+     ["s01.read_init"], "Use feature detection or"),
+    # verified: s02.contributing = ep 21, s12.tox = ep 108
+    ("topic", "natural", "is there a way to have the documentation rebuild by itself every time I edit it?",
+     ["s02.contributing", "s12.tox"], "watch-docs"),
+    # time (7)
+    # verified: s02.ruff = ep 18
+    ("time", "natural", "the very first time we ran the linter over this repository, did it complain about anything?",
+     ["s02.ruff"], "All checks passed!"),
+    # verified: s08.changelog = ep 71
+    ("time", "natural", "a week ago, which date did we write next to the bug-fix release in the release notes?",
+     ["s08.changelog"], "3.23.1 (2026-11-27)"),
+    # verified: s02.pip_list = ep 17
+    ("time", "natural", "on the afternoon of my first day, which version of our own library did the environment have installed?",
+     ["s02.pip_list"], "marshmallow 3.23.0"),
+    # verified: s15.pickaxe = ep 147, s14.log = ep 128
+    ("time", "natural", "on what date did the colleague land the change that broke partial loading of renamed nested fields, and was that before or after our first patch release?",
+     ["s15.pickaxe", "s14.log"], "Marco Bianchi 2026-11-30"),
+    # verified: s09.a1 = ep 88
+    ("time", "natural", "four days ago, when we finished combining the branches, did we write our own message for the merge?",
+     ["s09.a1"], "concluded with the default merge message"),
+    # verified: s08.read_pyproject = ep 72, s08.version = ep 73
+    ("time", "natural", "before the first time we bumped the version, what did the project metadata still say?",
+     ["s08.read_pyproject", "s08.version"], 'version = "3.23.0"'),
+    # verified: s14.changelog = ep 137
+    ("time", "natural", "the most recent time we edited the release notes, how did we word the entry about the validation messages?",
+     ["s14.changelog"], "merged instead of overwritten"),
+    # line (7)
+    # verified: s06.cat_bench = ep 52
+    ("line", "natural", "unless told otherwise, how many rounds does the speed script repeat its timing before keeping the best one?",
+     ["s06.cat_bench"], "default=5"),
+    # verified: s01.grep_fields = ep 4 (raw)
+    ("line", "natural", "when we listed the classes and methods of the module that defines all the value types, on which line did the duration class begin?",
+     ["s01.grep_fields"], "1437:class TimeDelta(Field)"),
+    # verified: s12.tox = ep 108
+    ("line", "natural", "which version range of the commit-hook tool does the local lint environment install?",
+     ["s12.tox"], "pre-commit~=3.5"),
+    # verified: s11.fail = ep 97
+    ("line", "natural", "in the failing run where messages overwrote each other, which error was the only one left for the second item of a many-load?",
+     ["s11.fail"], "{'email': ['Not a valid email address.']}"),
+    # verified: s13.fail = ep 118
+    ("line", "natural", "in the failing date-parsing test, which named time zone was the expected value built with?",
+     ["s13.fail"], "ZoneInfo(key='America/Chicago')"),
+    # verified: s01.log = ep 13
+    ("line", "natural", "the docs plugin that links to issue numbers got a major bump upstream; from which version to which?",
+     ["s01.log"], "4.1.0 to 5.0.0"),
+    # verified: s08.read_changelog = ep 70, s09.read_conflict = ep 83
+    ("line", "natural", "what typing change did the last upstream release list as its feature?",
+     ["s08.read_changelog", "s09.read_conflict"], 'replace "type" with specific metaclass'),
+    # lexical (5)
+    # verified: s13.read = ep 120, s13.fix = ep 121
+    ("lexical", "lexical", "how is offset_mins computed in from_iso_datetime?",
+     ["s13.read", "s13.fix"], "offset_mins = int(tzinfo[-2:])"),
+    # verified: s15.read = ep 146, s15.fix = ep 148
+    ("lexical", "lexical", "partial_is_collection branch in Schema._deserialize",
+     ["s15.read", "s15.fix"], "if partial_is_collection:"),
+    # verified: s01.grep_fields = ep 4 (raw)
+    ("lexical", "lexical", "where is Nested._nested_normalized_option defined in fields.py?",
+     ["s01.grep_fields"], "_nested_normalized_option"),
+    # verified: s14.suite_fail = ep 127
+    ("lexical", "lexical", "test_validates_with_data_key failing with an extra 'Unknown field.'",
+     ["s14.suite_fail"], "test_validates_with_data_key"),
+    # verified: s14.read = ep 130
+    ("lexical", "lexical", "error_store.store_error call for unknown keys when unknown == RAISE",
+     ["s14.read"], "error_store.store_error("),
+]
+
+
 def main() -> None:
     seen: dict[tuple[str, str], int] = {}
     rows = []
@@ -581,6 +714,9 @@ def main() -> None:
     for number, (kind, style, question, answers, evidence) in enumerate(FOURTH_TUNING, 1):
         rows.append({"id": f"z{number:03d}", "class": kind, "style": style, "question": question, "answers": answers,
                      "evidence": evidence, "split": "tune4"})
+    for number, (kind, style, question, answers, evidence) in enumerate(FIFTH_TUNING, 1):
+        rows.append({"id": f"v{number:03d}", "class": kind, "style": style, "question": question, "answers": answers,
+                     "evidence": evidence, "split": "tune5"})
     with open(HERE / "questions.jsonl", "w") as out:
         for row in rows:
             out.write(json.dumps(row) + "\n")
