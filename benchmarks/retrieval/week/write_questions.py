@@ -704,19 +704,12 @@ def main() -> None:
         seen[(kind, style)] = order + 1
         rows.append({"id": f"w{number:03d}", "class": kind, "style": style, "question": question, "answers": answers,
                      "evidence": evidence, "split": "tune" if order % 2 == 0 else "heldout"})
-    for number, (kind, style, question, answers, evidence) in enumerate(SECOND_TUNING, 1):
-        rows.append({"id": f"x{number:03d}", "class": kind, "style": style, "question": question, "answers": answers,
-                     "evidence": evidence, "split": "tune2",
-                     **({"weekday": WEEKDAY_BOUND[question]} if question in WEEKDAY_BOUND else {})})
-    for number, (kind, style, question, answers, evidence) in enumerate(THIRD_TUNING, 1):
-        rows.append({"id": f"y{number:03d}", "class": kind, "style": style, "question": question, "answers": answers,
-                     "evidence": evidence, "split": "tune3"})
-    for number, (kind, style, question, answers, evidence) in enumerate(FOURTH_TUNING, 1):
-        rows.append({"id": f"z{number:03d}", "class": kind, "style": style, "question": question, "answers": answers,
-                     "evidence": evidence, "split": "tune4"})
-    for number, (kind, style, question, answers, evidence) in enumerate(FIFTH_TUNING, 1):
-        rows.append({"id": f"v{number:03d}", "class": kind, "style": style, "question": question, "answers": answers,
-                     "evidence": evidence, "split": "tune5"})
+    for prefix, split, half in (("x", "tune2", SECOND_TUNING), ("y", "tune3", THIRD_TUNING),
+                                ("z", "tune4", FOURTH_TUNING), ("v", "tune5", FIFTH_TUNING)):
+        for number, (kind, style, question, answers, evidence) in enumerate(half, 1):
+            rows.append({"id": f"{prefix}{number:03d}", "class": kind, "style": style, "question": question,
+                         "answers": answers, "evidence": evidence, "split": split,
+                         **({"weekday": WEEKDAY_BOUND[question]} if question in WEEKDAY_BOUND else {})})
     with open(HERE / "questions.jsonl", "w") as out:
         for row in rows:
             out.write(json.dumps(row) + "\n")
