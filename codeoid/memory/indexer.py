@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from codeoid.log import log
 from codeoid.memory import chunking, corpus_stats, privacy
 from codeoid.memory.embedding import Embedder, default_embedder
-from codeoid.memory.vector_index import Chunk, VectorIndex, VectorIndexUnavailable, workspace_index_id
+from codeoid.memory.vector_index import CUT_SOURCE, Chunk, VectorIndex, VectorIndexUnavailable, workspace_index_id
 from codeoid.store import db as store_db
 from codeoid.store import identity, queries, raw, vector_progress
 from codeoid.store.queries import Row
@@ -169,19 +169,15 @@ class Indexer:
             return chunks
         return chunks + chunking.chunk_text(
             episode["id"], header, self.policy.redact(cut), count_tokens=self.embedder.count_tokens,
-            max_tokens=self.embedder.max_tokens, max_chunks=room, metadata={**metadata, "source": "raw"},
+            max_tokens=self.embedder.max_tokens, max_chunks=room, metadata={**metadata, "source": CUT_SOURCE},
             first=len(chunks),
         )
 
     def _cut_lines(self, episode: Row) -> str | None:
         """What only the raw output behind a compressed episode says (`chunking.cut_lines`), from its searched
         head; None when it has none, its bytes are gone, or no rule cut it."""
-        raw_id = episode["raw_output_id"]
-        found = raw.get_raw_output(self.db, raw_id) if raw_id else None
         text = str(episode["text"] or "")
-        if found is None or found.stdout_size == len(text.encode("utf-8", "surrogatepass")):
-            return None
-        head = raw.text_head(self.db, found, raw.SEARCHED_BYTES)
+        head = raw.cut_head(self.db, episode["raw_output_id"], text) if episode["raw_output_id"] else None
         return chunking.cut_lines(text, head[0]) if head is not None else None
 
     def _replace_chunks(self, episode: Row) -> tuple[str, list[Sequence[float]]]:
@@ -192,7 +188,7 @@ class Indexer:
         chunks = self.chunks(episode)
         vectors = self.index.add_chunks(workspace, chunks)
         return workspace, [vector for chunk, vector in zip(chunks, vectors, strict=True)
-                           if chunk.metadata.get("source") != "raw"]
+                           if not chunk.cut]
 
     def _index_restored(self) -> None:
         """Episodes `codeoid restore` gave back after the watermark passed them (their chunks left the index when

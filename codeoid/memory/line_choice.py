@@ -155,8 +155,7 @@ def choose(db: sqlite3.Connection, terms: Terms, row: Mapping[str, object], *, c
     changed = _changed_lines(lines[:searched]) if tool else []
     scored = _score(terms, searched_text, lines, "text", meaning, shapes=tool, changed=frozenset(changed))
     raw_id = row.get("raw_output_id")
-    behind = _raw_text(db, raw_id, len(text.encode("utf-8", "surrogatepass"))) \
-        if isinstance(raw_id, str) and raw_id else None
+    behind = raw.cut_head(db, raw_id, text) if isinstance(raw_id, str) and raw_id else None
     raw_all: list[str] = []
     if behind is not None:
         raw_all = split_lines(behind[0])
@@ -381,15 +380,6 @@ def _chunk_bonus(chunks: object, lines: int) -> dict[int, float]:
         for number in range(int(chunk[0]), min(int(chunk[1]), lines) + 1):
             bonus[number] = max(bonus.get(number, 0.0), near)
     return bonus
-
-
-def _raw_text(db: sqlite3.Connection, raw_id: str, text_size: int) -> tuple[str, bool] | None:
-    """The searched head of a raw output as `get_episode` shows it and whether it is all of it; None when its bytes
-    are gone, or when no rule cut it (the episode's text is the whole output)."""
-    found = raw.get_raw_output(db, raw_id)
-    if found is None or found.stdout_size == text_size:
-        return None
-    return raw.text_head(db, found, raw.SEARCHED_BYTES)
 
 
 def _idf(db: sqlite3.Connection, stems: set[str]) -> dict[str, float]:

@@ -320,11 +320,11 @@ def _dense_answer(db: sqlite3.Connection, asked: _DenseQuestion, found: tuple[Se
     # Ranking sees the `n` nearest chunks of texts (this store's, and teammates'), as if the cut lines' chunks were
     # not there (tried: ranked, they put a log's cut middle above the run's own summary).
     store = identity.store_id(db)
-    text = [hit for hit in hits if hit.metadata.get("source") != "raw"]
+    text = [hit for hit in hits if not hit.cut]
     ranked = sorted([hit for hit in text if hit.store == store][:n] + [hit for hit in text if hit.store != store][:n],
                     key=lambda hit: hit.distance)
     return _Dense(ranked, stats.standardiser(vector) if stats is not None else None,
-                  [hit for hit in hits if hit.metadata.get("source") == "raw"]), None
+                  [hit for hit in hits if hit.cut]), None
 
 
 _beside: ThreadPoolExecutor | None = None

@@ -43,6 +43,11 @@ class VectorIndexUnavailable(RuntimeError):
     """Chroma cannot be reached (or started); semantic candidates are missing from this answer."""
 
 
+# The `source` of a chunk of the lines compression cut from a raw output (numbered as the raw output is): such chunks
+# rank nothing, they choose which cut lines a hit shows.
+CUT_SOURCE = "raw"
+
+
 @dataclass(frozen=True)
 class Chunk:
     """A piece of one episode's text small enough to embed whole (see `Embedder.max_tokens`)."""
@@ -53,6 +58,11 @@ class Chunk:
     end_line: int
     text: str
     metadata: Mapping[str, MetadataValue] = field(default_factory=dict)  # e.g. session, kind, created_at
+
+    @property
+    def cut(self) -> bool:
+        """Of the lines compression cut (`CUT_SOURCE`), not of the episode's text."""
+        return self.metadata.get("source") == CUT_SOURCE
 
 
 @dataclass(frozen=True)
@@ -65,6 +75,11 @@ class Hit:
     distance: float  # cosine distance: 0 is the same direction, 2 the opposite
     document: str
     metadata: Mapping[str, MetadataValue]
+
+    @property
+    def cut(self) -> bool:
+        """Of the lines compression cut (`CUT_SOURCE`), not of the episode's text."""
+        return self.metadata.get("source") == CUT_SOURCE
 
 
 def _hit(stored: Mapping[str, object], document: str | None, distance: float) -> Hit:

@@ -183,6 +183,16 @@ def text_head(db: sqlite3.Connection, found: RawOutput, limit: int) -> tuple[str
     return _as_shown(bytes(data)), True
 
 
+def cut_head(db: sqlite3.Connection, raw_id: str, text: str) -> tuple[str, bool] | None:
+    """The searched head (`SEARCHED_BYTES`) of the raw output behind an episode whose stored `text` compression
+    made from it, as `get_episode` shows it, and whether that is all of it; None when its bytes are gone, or when
+    no rule cut it (the text is the whole output)."""
+    found = get_raw_output(db, raw_id)
+    if found is None or found.stdout_size == len(text.encode("utf-8", "surrogatepass")):
+        return None
+    return text_head(db, found, SEARCHED_BYTES)
+
+
 def _as_shown(data: bytes) -> str:
     """Decoded whole, bytes that are not UTF-8 as the `\\xNN` get_episode shows line by line: a newline byte is
     never inside a UTF-8 sequence, so each line comes out as it does alone."""
