@@ -114,6 +114,24 @@ def test_a_question_about_when_finds_what_happened_then(memory: Memory) -> None:
     assert top("what did we change nine days ago?", limit=1) == [ids["crash_edit"]]
 
 
+def test_the_first_or_last_time_we_did_something_is_ordered_among_what_matches_it(memory: Memory) -> None:  # noqa: F811
+    """"The last time we edited the grouping limit" is the last edit of the grouping limit, not the last edit; with
+    no topic named, the store's last commit."""
+    ids = week_of_work(memory)
+    memory.clock = days_ago(0, 9)
+    docs = memory.backing("b-docs")
+    for path in ("README.rst", "docs/index.rst", "CHANGELOG"):  # edits since, of other things
+        memory.tool(docs, "Edit", {"file_path": path, "old_string": "0.6.0", "new_string": "0.6.1"}, {"filePath": path})
+    Indexer(memory.db).catch_up()
+    question = "the last time we edited the grouping limit, what did we set it to?"
+    assert ranked(memory, question, limit=1) == [ids["crash_edit"]]
+    # Ordered among every edit, whatever it touched, this morning's came first.
+    assert ranked(memory, question, limit=1, weights=ranking.RecallWeights(order_margin=0)) != [ids["crash_edit"]]
+    assert ranked(memory, "the first time we ran the test suite, how many passed?", limit=1) == \
+        [ids["release_suite"]]
+    assert ranked(memory, "what was the last commit we made?", limit=1) == [ids["quotes_commit"]]
+
+
 def test_without_the_vector_index_the_words_still_know_when_and_what_broke(
         memory: Memory, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
     """With Chroma down, or before the first minutes of indexing, recall ranks by words alone, and time, actions and

@@ -17,8 +17,8 @@ import math
 import os
 import re
 import time
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING
 
 from codeoid.memory import actions
@@ -74,6 +74,10 @@ class RecallWeights:
     turn_answer: float = 1.0
     # z-score fusion: bonus for an episode the question's time and order words point at (`codeoid.memory.when`)
     time: float = 5.0
+    # z-score fusion: "the last time we edited the release notes" is the latest of the edits that match the release
+    # notes about as well as the best one does (within this margin), not the latest edit; 0 orders every episode of
+    # the action named, whatever its topic.
+    order_margin: float = 1.0
 
     def columns(self) -> tuple[float, float, float, float]:
         return self.bm25_self, self.bm25_near, self.bm25_mid, self.bm25_far
@@ -282,10 +286,34 @@ class ZFusion:
                 candidates.update(dict.fromkeys(self.lend_meaning(neighbours, tags)))
         candidates.update(dict.fromkeys(extra))
         sessions = sessions or {}
-        fused = [(episode_id, self.score(episode_id, created_at.get(episode_id), paths.get(episode_id, ()),
-                                         tags.get(episode_id, frozenset()), sessions.get(episode_id)))
-                 for episode_id in candidates]
-        return sorted(fused, key=lambda item: (-item[1], -item[0]))
+
+        def scored() -> list[tuple[int, float]]:
+            return [(episode_id, self.score(episode_id, created_at.get(episode_id), paths.get(episode_id, ()),
+                                            tags.get(episode_id, frozenset()), sessions.get(episode_id)))
+                    for episode_id in candidates]
+
+        if self.when is not None and self.when.order_by_topic and weights.order_margin and weights.time:
+            self.when = self._ordered_among_relevant(self.when, scored, created_at, tags, sessions)
+        return sorted(scored(), key=lambda item: (-item[1], -item[0]))
+
+    def _ordered_among_relevant(self, when: Resolved, scored: Callable[[], list[tuple[int, float]]],
+                                created_at: Mapping[int, float], tags: Mapping[int, frozenset[str]],
+                                sessions: Mapping[int, str]) -> Resolved:
+        """`when` with its first or last episodes chosen among the candidates that fit the action named and score,
+        with the order counting for nothing, within `order_margin` of the best of them: the first time we ran
+        *the linter*, not the first run of anything. None fit: `when` as the store's ends gave it."""
+        self.when = replace(when, ordered=dict.fromkeys(when.ordered, 0.0))
+        fitting = [(episode_id, score) for episode_id, score in scored()
+                   if episode_id in created_at
+                   and (not self.asked.roles or actions.fit(self.asked, tags.get(episode_id, frozenset())) >= 1.0)
+                   and when.within_pointers(created_at[episode_id], sessions.get(episode_id))]
+        if not fitting:
+            return when
+        best = max(score for _, score in fitting)
+        near = sorted((episode_id for episode_id, score in fitting if score >= best - self.weights.order_margin),
+                      key=lambda episode_id: (created_at[episode_id], episode_id),
+                      reverse=when.order_by_topic == "last")
+        return replace(when, ordered={episode_id: 0.5 ** place for place, episode_id in enumerate(near[:3])})
 
     def lend_meaning(self, neighbours: Mapping[int, Sequence[int]], tags: Mapping[int, frozenset[str]]) -> list[int]:
         """Let the tool calls among each dense candidate's `neighbours` borrow its meaning score; return them."""

@@ -63,8 +63,10 @@ _NUMBERED_SESSION = re.compile(rf"\b{_SESSION_WORD}\s+(?:number\s+|#)?(\d{{1,4}}
 _END_SESSION = re.compile(rf"\b(first|earliest|initial|oldest|latest|most recent|newest|last)\s+{_SESSION_WORD}\b",
                           re.IGNORECASE)
 # "the last commit", "the first thing we fixed", "the first test run that failed", "the last time we ran it".
-_WORK_NOUNS = (r"(?:\w+\s+){0,2}?(thing|things|task|step|bug|problem|issue|fix|fixes|change|changes|commit|commits"
-               r"|run|runs|test|tests|failure|failures|error|errors|crash|edit|edits|time|release|tag|merge|check)\b")
+_WORK_NOUN_WORDS = ("thing", "things", "task", "step", "bug", "problem", "issue", "fix", "fixes", "change", "changes",
+                   "commit", "commits", "run", "runs", "test", "tests", "failure", "failures", "error", "errors",
+                   "crash", "edit", "edits", "time", "release", "tag", "merge", "check")
+_WORK_NOUNS = rf"(?:\w+\s+){{0,2}}?({'|'.join(_WORK_NOUN_WORDS)})\b"
 _ORDER = re.compile(rf"\b(first|earliest|initial|last|latest|most recent|final|newest)\s+{_WORK_NOUNS}",
                     re.IGNORECASE)
 # "the first patch release", "the last merge": an event named by its order is the session it happened in, not the
@@ -92,6 +94,13 @@ _ANY = frozenset({"a", "an", "any", "every", "each"})
 # "before we reviewed the branch", "after I asked about the cache": something done, by its own words.
 _WE_DID = re.compile(r"\s*(?:we|i|you)\s+(?:had\s+|have\s+|finally\s+|first\s+)?((?:[\w'-]+ed|ran|wrote|did"
                      r"|made|took|found|saw|began|read|met)(?:\s+[\w'-]+){0,4})", re.IGNORECASE)
+# Words that say only that something was asked or done ("the last thing I asked you about"), beside the order
+# words and `_WORK_NOUNS`: a question of nothing but these names no topic to order the episodes of.
+_UNTOPICAL = frozenset({"ask", "asked", "asking", "say", "said", "tell", "told", "talk", "talked", "discuss",
+                        "discussed", "mention", "mentioned", "happen", "happened", "work", "worked", "look", "looked",
+                        "stuff", "times", "first", "earliest", "initial", "last", "latest", "recent", "final",
+                        "newest", "very", "ever", "make", "made", "making", "do", "done", "doing", "go", "went",
+                        "get", "got", *_WORK_NOUN_WORDS})
 # Events an order can hang on, by the word a question names them with: the shell commands that are the event.
 _EVENTS = {
     "merge": r"git\s+(?:-C\s+\S+\s+)?merge\b", "release": r"git\s+(?:-C\s+\S+\s+)?tag\b|\brelease\b|\bpublish\b",
@@ -291,6 +300,13 @@ def _read_event(masked: str, where: list[tuple[str, int, int]]) -> Event | None:
     return None
 
 
+def names_topic(question: str) -> bool:
+    """Whether `question` names something beyond an order, an action and the asking: "the last time we bumped
+    the version" does, "what was the last thing I asked you about" and "the last commit" do not."""
+    return any(word not in queries.STOP_WORDS and word not in _UNTOPICAL and not word.isdigit()
+               and not actions.asked(word).anything for word in re.findall(r"[a-z0-9]+", question.lower()))
+
+
 def _qualifier(words: str) -> tuple[str, ...]:
     """The words of `words` that can single out one event of several: not an order, not a stop word."""
     return tuple(word for word in re.findall(r"[a-z0-9]+", words.lower())
@@ -337,6 +353,10 @@ class Resolved:
     side: str | None = None
     event_found: bool = False
     ordered: dict[int, float] = field(default_factory=dict)  # episode id -> weight, for "the first/last X"
+    # "first" or "last" when `ordered` found something and the question names a topic to order by ("the last time
+    # we edited *the release notes*"): ranking then takes the first or last among the episodes that match it
+    # (`codeoid.memory.ranking.ZFusion`).
+    order_by_topic: str | None = None
     added: list[int] = field(default_factory=list)
 
     @property
@@ -345,6 +365,18 @@ class Resolved:
 
     def bonus(self, episode_id: int, created_at: float, session_id: str | None) -> float:
         """The share of the time bonus an episode earns: each kind of cue the question gave counts equally."""
+        parts = self._pointers(created_at, session_id)
+        if self.ordered:
+            parts.append(self.ordered.get(episode_id, 0.0))
+        return sum(parts) / len(parts) if parts else 0.0
+
+    def within_pointers(self, created_at: float, session_id: str | None) -> bool:
+        """Whether an episode is where the cues other than the order point ("the last commit yesterday" orders
+        yesterday's commits only); with no such cue, every episode is."""
+        parts = self._pointers(created_at, session_id)
+        return not parts or any(parts)
+
+    def _pointers(self, created_at: float, session_id: str | None) -> list[float]:
         parts: list[float] = []
         if self.spans:
             parts.append(float(any(span.start <= created_at < span.end for span in self.spans)))
@@ -355,9 +387,7 @@ class Resolved:
             edge, weight = self.around.get(session_id or "", (0.0, 0.0))
             on_side = created_at > edge if self.side == "after" else created_at < edge
             parts.append(weight if on_side else 0.0)
-        if self.ordered:
-            parts.append(self.ordered.get(episode_id, 0.0))
-        return sum(parts) / len(parts) if parts else 0.0
+        return parts
 
 
 def resolve(db: sqlite3.Connection, question: str, *, workspace_id: int | None, caller_session: str | None,
@@ -390,6 +420,8 @@ def resolve(db: sqlite3.Connection, question: str, *, workspace_id: int | None, 
         resolved.event_found = event is not None
     if words.order is not None:
         resolved.ordered = _first_or_last(db, words.order, asked, resolved, scope)
+        resolved.order_by_topic = words.order if resolved.ordered and names_topic(
+            words.without(question, {"days", "sessions", "event", "event at"})) else None
     if resolved.anything:
         resolved.added = _added(db, resolved, asked, scope)
     pointed = {kind for kind, found in (("days", resolved.spans), ("sessions", resolved.sessions or resolved.windows),
@@ -602,8 +634,7 @@ def _first_or_last(db: sqlite3.Connection, order: str, asked: actions.Asked, res
         tags = actions.tags_of(str(row["kind"]), row["tool_name"], row["original_command"], row["is_error"])
         if asked.roles and actions.fit(asked, tags) < 1.0:
             continue
-        if (resolved.spans or resolved.sessions or resolved.windows or resolved.around) and \
-                not resolved.bonus(-1, float(row["created_at"]), str(row["session_id"])):
+        if not resolved.within_pointers(float(row["created_at"]), str(row["session_id"])):
             continue
         found[int(row["id"])] = 0.5 ** len(found)
         if len(found) == 3:
