@@ -76,6 +76,18 @@ def at(days_ago: int, hour: float) -> float:
      {"event": when.Event(None, "before", beside="day", phrase="reviewed the branch")}),
     ("what did we try after I asked about the cache?",
      {"event": when.Event(None, "after", phrase="asked about the cache")}),
+    ("what did we run three days back?", {"days": (when.Days(3, 3),)}),
+    ("what did we fix the other day?", {"days": (when.Days(1, 6),)}),
+    ("what did we do over the weekend?", {"days": (when.Days(5, 6),)}),  # Friday: Sunday 5 days back, Saturday 6
+    ("what did we change at the start of the week?", {"days": (when.Days(3, 4),)}),  # Monday and Tuesday
+    ("what did we do in our second session?", {"sessions": ("2",)}),
+    ("when did we last bump the version?", {"order": "last", "nth": 1}),
+    ("when did I first see this error?", {"order": "first"}),
+    ("which test failed most recently?", {"order": "last"}),
+    ("the previous time we ran the linter, did it pass?", {"order": "last", "nth": 1}),
+    ("the second time we ran the suite, how many failed?", {"order": "first", "nth": 2}),
+    ("the time before last, what did the benchmark print?", {"order": "last", "nth": 2}),
+    ("what was the penultimate commit?", {"order": "last", "nth": 2}),
 ])
 def test_each_time_and_order_form_is_read(question: str, expected: dict[str, object]) -> None:
     found = when.read(question, TODAY)
@@ -95,6 +107,8 @@ def test_each_time_and_order_form_is_read(question: str, expected: dict[str, obj
     "what is new since the official release?",
     "what did we do that afternoon?",  # a day named before it, or none
     "my first morning at the new job was odd",
+    "did Caroline last see her family in May?",  # someone else's order, not ours
+    "which is the second argument?",
 ])
 def test_ordinary_words_are_not_read_as_time(question: str) -> None:
     found = when.read(question, TODAY)
@@ -184,6 +198,10 @@ def test_the_first_and_the_last_of_an_action(week: tuple[Memory, dict[str, int]]
     assert max(first.ordered, key=lambda i: first.ordered[i]) == ids["first_commit"]
     fixed = resolve(memory, "what was the first thing we fixed?")
     assert max(fixed.ordered, key=lambda i: fixed.ordered[i]) == ids["first_edit"]
+    second = resolve(memory, "what was the second thing we fixed?")
+    assert max(second.ordered, key=lambda i: second.ordered[i]) == ids["after_edit"]
+    before_last = resolve(memory, "what was the penultimate fix?")
+    assert max(before_last.ordered, key=lambda i: before_last.ordered[i]) == ids["after_edit"]
 
 
 def test_before_and_after_an_event_point_at_the_sessions_beside_it(week: tuple[Memory, dict[str, int]]) -> None:

@@ -75,7 +75,8 @@ _ANSWERED = (r"(say|said|suggest|suggested|answer|answered|tell|told|recommend|r
 # broke", "we committed", "the tests passed"), or by a verb after its subject ("did we commit", "how did we check",
 # "we run"): bare, "check", "run" and "commit" are as often nouns ("the sign-in check") that name no action.
 _RUN_NOUNS = (r"\b(output|traceback|stack ?trace|stderr|stdout|error message|exit (code|status)|test run|failures?"
-              r"|log|suite|the (crash|failure|error)s?|(the|a|which|last|first|latest) (other )?(commit|tag|merge)s?"
+              r"|log|suite|the (crash|failure|error)s?"
+              r"|(the|a|which|last|first|latest|second|previous|penultimate) (other )?(commit|tag|merge)s?"
               r"|commit messages?"
               r"|(tests?|suite|it|build|ci|checks?) (still |ever |all )?pass(es)?)\b")
 _RUN_DONE = (r"\b(fail(ed|ing|s)|broke|broken|crash(ed|es|ing)|blew up|went wrong|committed|tagged|merged|pushed"
@@ -109,7 +110,8 @@ _TAG_CUES = {
     "passed": re.compile(r"\b(pass(ed|es|ing)?|green|succeed(ed|s)?|make sure|made sure|verif(y|ied)"
                          r"|confirm(ed)?|check(ed)? (that|whether|if)|work(ed|s)?)\b", re.IGNORECASE),
     "commit": re.compile(rf"\b(committed|tagged|merged|pushed|rebased|cherry-picked)\b|{_SUBJECT}\s+(commit|tag"
-                         r"|merge|push|rebase|cherry-pick)\b|\b(the|a|which|last|first) (other )?(commit|tag|merge)\b"
+                         r"|merge|push|rebase|cherry-pick)\b"
+                         r"|\b(the|a|which|last|first|second|previous|penultimate) (other )?(commit|tag|merge)\b"
                          r"|\bcommit messages?\b",
                          re.IGNORECASE),
     "test": re.compile(r"\b(tests?|suite|test run|check(ed)? (that|whether|if)|make sure|made sure)\b",

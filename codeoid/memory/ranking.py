@@ -313,7 +313,7 @@ class ZFusion:
         near = sorted((episode_id for episode_id, score in fitting if score >= best - self.weights.order_margin),
                       key=lambda episode_id: (created_at[episode_id], episode_id),
                       reverse=when.order_by_topic == "last")
-        return replace(when, ordered={episode_id: 0.5 ** place for place, episode_id in enumerate(near[:3])})
+        return replace(when, ordered=when.picked(near) or when.ordered)
 
     def lend_meaning(self, neighbours: Mapping[int, Sequence[int]], tags: Mapping[int, frozenset[str]]) -> list[int]:
         """Let the tool calls among each dense candidate's `neighbours` borrow its meaning score; return them."""

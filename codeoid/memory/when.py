@@ -41,8 +41,15 @@ _TODAY = re.compile(rf"\b(?:today|this {_PART}|tonight|earlier today)\b", re.IGN
 _DAY_PART = rf"(?:,?\s+(?:in the |that |during the |late in the |early in the )?{_PART})?"
 _YESTERDAY = re.compile(rf"\b(?:(the day before yesterday)|yesterday{_DAY_PART}|last (night|evening))\b",
                         re.IGNORECASE)
-_DAYS_AGO = re.compile(rf"\b{_NUMBER}\s+days?\s+ago{_DAY_PART}\b", re.IGNORECASE)
-_WEEKS_AGO = re.compile(rf"\b{_NUMBER}\s+weeks?\s+ago\b", re.IGNORECASE)
+_DAYS_AGO = re.compile(rf"\b{_NUMBER}\s+days?\s+(?:ago|back){_DAY_PART}\b", re.IGNORECASE)
+_WEEKS_AGO = re.compile(rf"\b{_NUMBER}\s+weeks?\s+(?:ago|back)\b", re.IGNORECASE)
+# "the other day": some day of the past week, not today.
+_OTHER_DAY = re.compile(r"\bthe other day\b", re.IGNORECASE)
+# "over the weekend", "last weekend": the latest Saturday and Sunday.
+_WEEKEND = re.compile(r"\b(?:over|at|during|on|this|last|past)\s+(?:the\s+)?weekend\b", re.IGNORECASE)
+# "at the start of the week": this week's Monday and Tuesday.
+_WEEK_START = re.compile(r"\b(?:at\s+|in\s+)?the\s+(?:start|beginning)\s+of\s+(?:the|this)\s+week\b",
+                         re.IGNORECASE)
 # "yesterday morning's fix ... the release we tagged that afternoon": a part of the day a question named before.
 _SAME_DAY = re.compile(rf"\b(?:(?:that|the same) {_PART}|(?:later|earlier) (?:that|the same) day|the same day)\b",
                        re.IGNORECASE)
@@ -57,7 +64,7 @@ _SESSION_WORD = r"(?:session|conversation|chat|window)"
 _PREVIOUS_SESSION = re.compile(rf"\b(?:previous|last|prior|earlier)\s+{_SESSION_WORD}\b|\b{_SESSION_WORD}\s+before"
                                r"\s+(?:this|the current)\s+one\b", re.IGNORECASE)
 _THIS_SESSION = re.compile(rf"\b(?:this|the current|our current)\s+{_SESSION_WORD}\b", re.IGNORECASE)
-_NUMBERED_SESSION = re.compile(rf"\b{_SESSION_WORD}\s+(?:number\s+|#)?(\d{{1,4}})\b|\bthe\s+"
+_NUMBERED_SESSION = re.compile(rf"\b{_SESSION_WORD}\s+(?:number\s+|#)?(\d{{1,4}})\b|\b(?:the|our|my)\s+"
                                rf"({'|'.join(_ORDINALS)}|\d{{1,4}}(?:st|nd|rd|th))\s+{_SESSION_WORD}\b",
                                re.IGNORECASE)
 _END_SESSION = re.compile(rf"\b(first|earliest|initial|oldest|latest|most recent|newest|last)\s+{_SESSION_WORD}\b",
@@ -67,8 +74,14 @@ _WORK_NOUN_WORDS = ("thing", "things", "task", "step", "bug", "problem", "issue"
                    "commit", "commits", "run", "runs", "test", "tests", "failure", "failures", "error", "errors",
                    "crash", "edit", "edits", "time", "release", "tag", "merge", "check")
 _WORK_NOUNS = rf"(?:\w+\s+){{0,2}}?({'|'.join(_WORK_NOUN_WORDS)})\b"
-_ORDER = re.compile(rf"\b(first|earliest|initial|last|latest|most recent|final|newest)\s+{_WORK_NOUNS}",
-                    re.IGNORECASE)
+_ORDER = re.compile(rf"\b(first|earliest|initial|last|latest|most recent|final|newest|previous)\s+{_WORK_NOUNS}"
+                    r"|\b(?:we|i|you)\s+(first|last)\s+(?!of\b|one\b)[a-z]+|\b(most recently)\b", re.IGNORECASE)
+# "the second time we ran it": the n-th of the action from the oldest; "the time before last", "the penultimate
+# commit": the second from the newest.
+_NTH = re.compile(rf"\b(second|third|fourth|fifth|\d{{1,2}}(?:st|nd|rd|th))\s+{_WORK_NOUNS}", re.IGNORECASE)
+_BEFORE_LAST = re.compile(rf"\b(?:the\s+)?(?:time|one)\s+before\s+(?:the\s+)?last\b|\b(?:penultimate|"
+                          rf"second[- ]to[- ]last|second[- ]last|last\s+but\s+one)\s+{_WORK_NOUNS}",
+                          re.IGNORECASE)
 # "the first patch release", "the last merge": an event named by its order is the session it happened in, not the
 # first or last of the action the other words name ("has the first patch release been published?" asks no edit).
 _EVENT_BY_ORDER = re.compile(r"\b(first|earliest|initial|last|latest|most recent|final|newest)\s+((?:[\w-]+\s+){0,2}?)"
@@ -100,7 +113,7 @@ _UNTOPICAL = frozenset({"ask", "asked", "asking", "say", "said", "tell", "told",
                         "discussed", "mention", "mentioned", "happen", "happened", "work", "worked", "look", "looked",
                         "stuff", "times", "first", "earliest", "initial", "last", "latest", "recent", "final",
                         "newest", "very", "ever", "make", "made", "making", "do", "done", "doing", "go", "went",
-                        "get", "got", *_WORK_NOUN_WORDS})
+                        "get", "got", "previous", "penultimate", "one", *_ORDINALS, *_WORK_NOUN_WORDS})
 # Events an order can hang on, by the word a question names them with: the shell commands that are the event.
 _EVENTS = {
     "merge": r"git\s+(?:-C\s+\S+\s+)?merge\b", "release": r"git\s+(?:-C\s+\S+\s+)?tag\b|\brelease\b|\bpublish\b",
@@ -178,6 +191,7 @@ class Read:
     sessions: tuple[str, ...] = ()  # "previous", "this", "first", "last", or a number "8"
     end_days: tuple[tuple[str, str | None], ...] = ()  # ("first" or "last", part of the day) of the workspace's work
     order: str | None = None  # "first" or "last": of the action the question names
+    nth: int = 1  # which from that end: 2 for "the second time", "the time before last"
     event: Event | None = None
     where: tuple[tuple[str, int, int], ...] = ()
 
@@ -215,6 +229,13 @@ def read(question: str, today: dt.date | None = None) -> Read:
     for match in _WEEKS_AGO.finditer(question):
         count = _number(match.group(1))
         day(match, Days(7 * count - 3, 7 * count + 3))
+    for match in _OTHER_DAY.finditer(question):
+        day(match, Days(1, 6))
+    for match in _WEEKEND.finditer(question):
+        saturday, sunday = (today.weekday() - 5) % 7, (today.weekday() - 6) % 7
+        day(match, Days(0, 0) if saturday == 0 else Days(sunday, saturday))
+    for match in _WEEK_START.finditer(question):
+        day(match, Days(max(today.weekday() - 1, 0), today.weekday()))
     for match in _WEEK.finditer(question):
         monday = today.weekday()
         which = (match.group(1) or "this").lower()
@@ -262,11 +283,24 @@ def read(question: str, today: dt.date | None = None) -> Read:
             where.append(("event at", named.start(), named.end()))
             break
     masked = _blank(question, [(start, end) for _, start, end in where])
-    found = next((match for match in _ORDER.finditer(masked)
-                  if not _FOREIGN & set(re.findall(r"[a-z]+", match.group(0).lower()))), None)
-    order = None if found is None else "first" if found.group(1).lower() in ("first", "earliest", "initial") \
-        else "last"
-    return Read(tuple(days), tuple(dict.fromkeys(sessions)), tuple(end_days), order, event, tuple(where))
+    order, nth = _order(masked)
+    return Read(tuple(days), tuple(dict.fromkeys(sessions)), tuple(end_days), order, nth, event, tuple(where))
+
+
+def _order(masked: str) -> tuple[str | None, int]:
+    """The end an order counts from ("first" or "last") and how far: ("last", 2) for "the time before last"."""
+    def ours(match: re.Match[str]) -> bool:
+        return not _FOREIGN & set(re.findall(r"[a-z]+", match.group(0).lower()))
+
+    if any(map(ours, _BEFORE_LAST.finditer(masked))):
+        return "last", 2
+    if (nth := next(filter(ours, _NTH.finditer(masked)), None)) is not None:
+        word = nth.group(1).lower()
+        return "first", _ORDINALS.get(word) or int(re.sub(r"\D", "", word))
+    if (found := next(filter(ours, _ORDER.finditer(masked)), None)) is None:
+        return None, 1
+    word = next(group for group in found.groups() if group).lower()
+    return ("first" if word in ("first", "earliest", "initial") else "last"), 1
 
 
 def _read_event(masked: str, where: list[tuple[str, int, int]]) -> Event | None:
@@ -357,6 +391,7 @@ class Resolved:
     # we edited *the release notes*"): ranking then takes the first or last among the episodes that match it
     # (`codeoid.memory.ranking.ZFusion`).
     order_by_topic: str | None = None
+    nth: int = 1  # which from that end ("the second time")
     added: list[int] = field(default_factory=list)
 
     @property
@@ -369,6 +404,10 @@ class Resolved:
         if self.ordered:
             parts.append(self.ordered.get(episode_id, 0.0))
         return sum(parts) / len(parts) if parts else 0.0
+
+    def picked(self, in_order: Sequence[int]) -> dict[int, float]:
+        """Of episodes in the order's direction, the `nth` and the two after it, weighing 1, 1/2 and 1/4."""
+        return {episode_id: 0.5 ** place for place, episode_id in enumerate(in_order[self.nth - 1:self.nth + 2])}
 
     def within_pointers(self, created_at: float, session_id: str | None) -> bool:
         """Whether an episode is where the cues other than the order point ("the last commit yesterday" orders
@@ -419,6 +458,7 @@ def resolve(db: sqlite3.Connection, question: str, *, workspace_id: int | None, 
             resolved.around, resolved.side = _around(event, ordered, words.event), words.event.side
         resolved.event_found = event is not None
     if words.order is not None:
+        resolved.nth = words.nth
         resolved.ordered = _first_or_last(db, words.order, asked, resolved, scope)
         resolved.order_by_topic = words.order if resolved.ordered and names_topic(
             words.without(question, {"days", "sessions", "event", "event at"})) else None
@@ -625,9 +665,9 @@ def _ends(db: sqlite3.Connection, order: str) -> str:
 
 def _first_or_last(db: sqlite3.Connection, order: str, asked: actions.Asked, resolved: Resolved,
                    scope: _Scope) -> dict[int, float]:
-    """The first or last episodes (up to three, the nearest weighing most) that fit what the question asks for,
-    among those the other time words point at if any; with nothing asked, the first or last prompts."""
-    found: dict[int, float] = {}
+    """The first or last episodes that fit what the question asks for (`Resolved.picked`), among those the other
+    time words point at if any; with nothing asked, the first or last prompts."""
+    found: list[int] = []
     where, params = actions.fitting_sql(asked)
     for row in scope.rows(db, f"({where}) AND {_ends(db, order)}", params,
                           order="e.id" if order == "first" else "e.id DESC"):
@@ -636,10 +676,10 @@ def _first_or_last(db: sqlite3.Connection, order: str, asked: actions.Asked, res
             continue
         if not resolved.within_pointers(float(row["created_at"]), str(row["session_id"])):
             continue
-        found[int(row["id"])] = 0.5 ** len(found)
-        if len(found) == 3:
+        found.append(int(row["id"]))
+        if len(found) == resolved.nth + 2:
             break
-    return found
+    return resolved.picked(found)
 
 
 def _added(db: sqlite3.Connection, resolved: Resolved, asked: actions.Asked, scope: _Scope) -> list[int]:
