@@ -290,6 +290,23 @@ def test_the_line_with_the_stores_rare_word_is_the_best_not_one_with_a_word_ever
         assert line in block, block
 
 
+def test_the_parts_of_a_camel_case_name_are_words_of_its_line(memory: Memory) -> None:
+    """"The time delta class" is the line of `class TimeDelta`, not the lines that hold "time" alone."""
+    owner = memory.backing("bs-1")
+    listing = [f"{7 * n}:class Field{n}(Base):" for n in range(1, 150)]
+    listing[20:20] = ["141:import time", "142:    time.sleep(delay)", "143:    started = time.monotonic()"]
+    listing.insert(120, "1437:class TimeDelta(Field):")
+    run = memory.bash(owner, "grep -n 'class \\|time' src/fields.py", "\n".join(listing))
+
+    recalled = call(memory, "recall", query="on which line does the time delta class begin?", limit=1,
+                    budget_tokens=300)
+
+    block = hit_blocks(recalled.text)[run]
+    best = re.search(r'best: get_episode\("\d+", lines="(\d+)(?:-(\d+))?"\)', block)
+    assert best is not None and int(best.group(1)) <= 121 <= int(best.group(2) or best.group(1)), block
+    assert "121: 1437:class TimeDelta(Field):" in block, block
+
+
 def test_a_question_of_how_many_shows_the_runs_count_line_though_it_holds_none_of_its_words(memory: Memory) -> None:
     owner = memory.backing("bs-1")
     report = [f"tests/test_billing.py::test_invoice_{n} PASSED" for n in range(1, 281)]

@@ -67,6 +67,8 @@ _NAMES_RAW = re.compile(r"\braw lines? ([\d,]+)(?:-([\d,]+))?")
 CUT_NOTE = "[codeoid] "
 CUT_REACH = 2
 _TOKEN = re.compile(r"[^\W_]+")
+# A part of a camel-case identifier, from where it starts: "Zone" and "Info" of "ZoneInfo".
+_CAMEL_PART = re.compile(r"[A-Za-z][a-z]+")
 # A run's summary: pytest, unittest, jest/vitest, cargo, go test, type checkers and linters, git's diffstat.
 _COUNT = re.compile(r"\b\d+ (?:passed|failed|skipped|xfailed|xpassed)\b|^(?!collected )[^\n]*\b\d+ deselected\b|"
                     r"^Ran \d+ tests? in |"
@@ -289,14 +291,24 @@ def _matches(terms: Terms, text: str) -> list[tuple[int, str]]:
     for prefix in {_prefix(stem) for stem in terms.weights}:
         at = lowered.find(prefix)
         while at >= 0:
-            if at == 0 or not lowered[at - 1].isalnum():
+            camel = at > 0 and text[at].isupper() and text[at - 1].islower()  # the Info of ZoneInfo
+            if at == 0 or not lowered[at - 1].isalnum() or camel:
                 word = _TOKEN.match(lowered, at)
-                if word is not None:
+                part = _CAMEL_PART.match(text, at)
+                if camel and part is not None:
+                    found.append((at, part.group(0).lower()))
+                elif word is not None:
                     found.append((at, word.group(0)))
+                    if part is not None and part.end() < word.end():  # the Zone of ZoneInfo
+                        found.append((at, part.group(0).lower()))
             at = lowered.find(prefix, at + len(prefix))
-    stems = _stems(sorted({word for _, word in found}))
-    return [(at, next(stem for stem in stems[word] if stem in terms.weights)) for at, word in found
-            if any(stem in terms.weights for stem in stems.get(word, ()))]
+    stems = _stems(sorted({said for _, said in found}))
+    matched: dict[int, str] = {}
+    for at, said in found:
+        stem = next((stem for stem in stems.get(said, ()) if stem in terms.weights), None)
+        if stem is not None:
+            matched.setdefault(at, stem)
+    return sorted(matched.items())
 
 
 def word_prefixes(words: Sequence[str]) -> set[str]:
