@@ -75,6 +75,11 @@ def test_other_calls_have_their_role_only() -> None:
     ("cure flaky sign-in check", set(), set(), False),
     ("the diff where we pass the configured help flags through", {"change"}, set(), False),
     ("what values does the case option accept?", set(), set(), False),
+    # An edit named by what it did to the code, after its subject; the code's own doing names none.
+    ("which line did we delete so the linter would stop complaining?", {"change"}, set(), False),
+    ("the most recent time we bumped the version, what did the metadata say?", {"change"}, set(), False),
+    ("what did we rename the option to?", {"change"}, set(), False),
+    ("does the function remove the quotes?", set(), set(), True),  # a verdict, no action
 ])
 def test_a_question_names_the_action_it_wants(question: str, roles: set[str], tags: set[str],
                                               explanation: bool) -> None:

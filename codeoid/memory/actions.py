@@ -93,7 +93,9 @@ _ROLE_CUES = {
     "assistant": re.compile(rf"\b(you|claude)\s+(\w+\s+)?{_ANSWERED}\b|\byour\s+(answer|suggestion|explanation"
                             r"|reply|advice|plan|verdict|opinion|recommendation)\b", re.IGNORECASE),
     "change": re.compile(r"\b(diffs?|edit(s|ed)?|chang(e|es|ed)|patch(es|ed)?|modif(y|ied|ication)|fix(es|ed)?"
-                         r"|add(s|ed)?|we (write|wrote|have written))\b", re.IGNORECASE),
+                         r"|add(s|ed)?|we (write|wrote|have written))\b"
+                         rf"|{_SUBJECT}\s+(delete|remove|rename|replace|rewrite|rewrote|bump|update|insert|drop|tweak"
+                         r"|adjust|move)(d|ed|ped)?\b", re.IGNORECASE),
     "run": re.compile(rf"{_RUN_NOUNS}|{_RUN_DONE}|{_SUBJECT}\s+{_RUN_VERBS}\b", re.IGNORECASE),
     # A read is named as one, or by the kind of file whose lines answer: "the speed script", "the release workflow",
     # "the config" (week store: two questions more on the first and fourth tuning halves; "guide", "readme" and
