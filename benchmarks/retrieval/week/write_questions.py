@@ -696,6 +696,141 @@ FIFTH_TUNING: list[tuple[str, str, str, list[str], str | list[str]]] = [
 ]
 
 
+# A sixth tuning half, written the same way by a session that ran no recall, search or ranking on this set (from
+# the session scripts and the stored episodes; every evidence string checked in the stored episode or its raw
+# output): ids u001-u040, split `tune6`. Days as `sessions.json` counts them back from the day of preparing: today
+# = s15, s16; 1 = s13 (morning), s14 (afternoon); 2 = s12; 3 = s10 (morning), s11 (afternoon); 4 = s09; 7 = s08;
+# 8 = s07; 9 = s05, s06; 10 = s03 (morning), s04 (afternoon); 11 = s01, s02.
+SIXTH_TUNING: list[tuple[str, str, str, list[str], str | list[str]]] = [
+    # turn (7)
+    # verified: s01.a3 = ep 14
+    ("turn", "natural", "when I asked what had been going on in the repository before I took over, what did you say my predecessor's only recent commit changed?",
+     ["s01.a3"], "touches only the CI workflow"),
+    # verified: s02.a1 = ep 19
+    ("turn", "natural", "when you checked my setup on the first day, why did you keep the linter from changing files by itself?",
+     ["s02.a1"], "turn automatic fixing on"),
+    # verified: s06.a2 = ep 60
+    ("turn", "natural", "in the comparison for the nightly report, which part of each row did you say costs the most to turn into plain data?",
+     ["s06.a2"], "The nested schema is the expensive part"),
+    # verified: s07.a1 = ep 65
+    ("turn", "natural", "what minor weaknesses did you flag when we went over the predecessor's branch for textual time spans?",
+     ["s07.a1"], ["sub-second values pick up float rounding", "a leading sign"]),
+    # verified: s11.a1 = ep 104
+    ("turn", "natural", "was the colleague's faster shortcut for combining validation messages worth keeping for performance, in your view?",
+     ["s11.a1"], "there is little to win there anyway"),
+    # verified: s13.a1 = ep 125
+    ("turn", "natural", "why was the colleague wrong to think the helper that builds the fixed-offset zone would take care of a minus sign?",
+     ["s13.a1"], "it never sees the string"),
+    # verified: s15.a1 = ep 153
+    ("turn", "natural", "after we repaired loading only some of a nested record's fields under a renamed key, did you say another version would have to go out?",
+     ["s15.a1"], "It needs a 3.24.1"),
+    # action (7)
+    # verified: s05.pickaxe = ep 40
+    ("action", "natural", "when we searched the history for the cent-off invoices, what was the oldest commit the search turned up?",
+     ["s05.pickaxe"], "08b0707b Add Decimal field"),
+    # verified: s03.log = ep 25
+    ("action", "natural", "when we asked git who last touched the validators module for the signup complaint, whose change was on top and from what date?",
+     ["s03.log"], "Priya Nair 2026-11-23 Tighten Length bounds check"),
+    # verified: s10.ruff = ep 90, s10.a1 = ep 95
+    ("action", "natural", "what exactly did the linter object to before the merge went out?",
+     ["s10.ruff", "s10.a1"], ["imported but unused", "that nothing uses (F401)"]),
+    # verified: s09.merge = ep 82, s09.a1 = ep 88
+    ("action", "natural", "where did git stop with a clash when we brought the predecessor's feature branch into the main line?",
+     ["s09.merge", "s09.a1"], ["Merge conflict in CHANGELOG.rst", "a single conflict, in CHANGELOG.rst"]),
+    # verified: s15.write_repro = ep 144
+    ("action", "natural", "what data did the throwaway reproduction script for the overnight ticket try to load?",
+     ["s15.write_repro"], 'payload = {"name": "Ada", "billingAddress": {"street": "1 Main St"}}'),
+    # verified: s16.a2 = ep 159, s16.config = ep 158
+    ("action", "natural", "did we look whether git's memory of conflict resolutions was already switched on in this clone, and what did we find?",
+     ["s16.a2", "s16.config"], ["It's off in this clone", "Exit code 1"]),
+    # verified: s14.fix = ep 131, s14.a1 = ep 134
+    ("action", "natural", "what did we put back so that keys arriving under the name a field declares for its input stop being flagged as strays?",
+     ["s14.fix", "s14.a1"], ["field_obj.data_key if field_obj.data_key is not None else field_name", "I put back the set of data keys"]),
+    # topic (7)
+    # verified: s04.read_docs = ep 36, s04.a1 = ep 37
+    ("topic", "natural", "if a schema's class says one thing about extra input keys and a single load call says another, which one wins?",
+     ["s04.read_docs", "s04.a1"], ["will override the value applied at instantiation time", "overrides whatever the class says"]),
+    # verified: s13.pickaxe = ep 119
+    ("topic", "natural", "where did the code that parses date strings originally come from?",
+     ["s13.pickaxe"], "Copy ISO8601 deserialization functions from Django"),
+    # verified: s01.read_serialize = ep 6, s01.a1 = ep 8
+    ("topic", "natural", "when an object lacks the attribute a field wants while dumping, what value gets used instead?",
+     ["s01.read_serialize", "s01.a1"], ["default = self.dump_default", "substitutes `dump_default` when it is missing"]),
+    # verified: s14.show = ep 129, s16.log = ep 155 (raw)
+    ("topic", "natural", "what was the colleague's reasoning for his simplification of how stray input keys get detected?",
+     ["s14.show", "s16.log"], "there is no need to rebuild a set"),
+    # verified: s03.show = ep 26, s07.log = ep 62 (raw), s08.log = ep 69 (raw), s16.log = ep 155 (raw)
+    ("topic", "natural", "what reason did the predecessor give for changing how the upper limit on a string's size is compared?",
+     ["s03.show", "s07.log", "s08.log", "s16.log"], "reads the same way as the other"),
+    # verified: s12.workflow = ep 111
+    ("topic", "natural", "why does the hosted pipeline only lint the code when a release is tagged?",
+     ["s12.workflow"], "this duplicates pre-commit.ci, so only run it on tags"),
+    # verified: s01.a2 = ep 11, s12.grep_layout = ep 114
+    ("topic", "natural", "why does every test show up on its own line when we run the suite?",
+     ["s01.a2", "s12.grep_layout"], 'addopts = "-v --tb=short"'),
+    # time (7)
+    # verified: s08.suite = ep 74
+    ("time", "natural", "a week ago, right before we tagged the bug-fix release, how long did the full test run take?",
+     ["s08.suite"], "1231 passed in 7.59s"),
+    # verified: s13.commit = ep 124, s16.log = ep 155
+    ("time", "natural", "what did we commit yesterday morning?",
+     ["s13.commit", "s16.log"], "Keep the sign of negative UTC offsets"),
+    # verified: s10.commit = ep 94, s16.log = ep 155
+    ("time", "natural", "the day after we merged the branch, what was the first thing we committed?",
+     ["s10.commit", "s16.log"], "Remove unused import from the duration tests"),
+    # verified: s14.a2 = ep 142, s14.changelog = ep 137
+    ("time", "natural", "the last time we tagged a release, how many bug fixes did its notes list next to the new feature?",
+     ["s14.a2", "s14.changelog"], ["the three fixes since 3.23.1", "Unknown-field detection honours ``data_key`` again."]),
+    # verified: s07.branch_tests = ep 64
+    ("time", "natural", "in the session right before we cut the patch release, did the branch's own tests pass when we ran them?",
+     ["s07.branch_tests"], "20 passed, 397 deselected"),
+    # verified: s04.a1 = ep 37
+    ("time", "natural", "ten days ago in the afternoon, which setting did you suggest for payloads from an outside service that keep gaining new keys?",
+     ["s04.a1"], "EXCLUDE in Meta is the usual choice"),
+    # verified: s12.a2 = ep 112, s12.workflow = ep 111
+    ("time", "natural", "two days ago, which interpreter version did you say the packaging job builds with?",
+     ["s12.a2", "s12.workflow"], ["the package build 3.11", 'python-version: "3.11"']),
+    # line (7)
+    # verified: s01.log = ep 13 (raw), s07.log = ep 62 (raw), s08.log = ep 69 (raw), s16.log = ep 155 (raw)
+    ("line", "natural", "why did the predecessor pin the hosted test jobs to an older operating system image, according to her commit message?",
+     ["s01.log", "s07.log", "s08.log", "s16.log"], "setup-python has no 3.9 build"),
+    # verified: s02.contributing = ep 21 (raw)
+    ("line", "natural", "according to the contributor guide, which branch should a bug fix target?",
+     ["s02.contributing"], "Bug fixes should be sent to the most recent release branch"),
+    # verified: s07.log = ep 62 (raw), s08.log = ep 69 (raw), s16.log = ep 155 (raw)
+    ("line", "natural", "how much faster did the predecessor claim her simplification of the money rounding made things?",
+     ["s07.log", "s08.log", "s16.log"], "41.3 usec/dump before, 39.8 after"),
+    # verified: s06.cat_bench = ep 52 (raw)
+    ("line", "natural", "the bundled speed script can record where the time goes; which file does it save those statistics to?",
+     ["s06.cat_bench"], 'profile.dump_stats("marshmallow.pprof")'),
+    # verified: s09.read_conflict = ep 83
+    ("line", "natural", "in the older release notes we looked at during the merge, which option for expecting a list of items by default did the upstream release before the last one add?",
+     ["s09.read_conflict"], "so it expects a collection by default"),
+    # verified: s11.fail = ep 97
+    ("line", "natural", "in the red run where messages replaced each other, what was the only whole-schema message left when two schema checks should both have reported?",
+     ["s11.fail"], "Must be greater than 3"),
+    # verified: s08.read_changelog = ep 70, s09.read_conflict = ep 83
+    ("line", "natural", "in the notes of the last upstream release, which pull request dropped the oldest supported interpreter?",
+     ["s08.read_changelog", "s09.read_conflict"], "Drop support for Python 3.8 (:pr:`2318`)"),
+    # lexical (5)
+    # verified: s07.diff = ep 63
+    ("lexical", "lexical", "_iso8601_duration_re regex in utils.py",
+     ["s07.diff"], "_iso8601_duration_re = re.compile("),
+    # verified: s01.read_dump = ep 5
+    ("lexical", "lexical", "Schema._serialize building ret with self.dict_class()",
+     ["s01.read_dump"], "ret = self.dict_class()"),
+    # verified: s13.fail = ep 118
+    ("lexical", "lexical", "test_naive_datetime_with_timezone failing on the -03:00 case",
+     ["s13.fail"], "test_naive_datetime_with_timezone"),
+    # verified: s04.grep = ep 35
+    ("lexical", "lexical", 'grep -rn "Unknown field" src docs',
+     ["s04.grep"], "schema.py:313"),
+    # verified: s15.commit = ep 152, s16.log = ep 155
+    ("lexical", "lexical", "what is commit b6e86bc7?",
+     ["s15.commit", "s16.log"], "Use data keys for nested partial paths again"),
+]
+
+
 def main() -> None:
     seen: dict[tuple[str, str], int] = {}
     rows = []
@@ -705,7 +840,8 @@ def main() -> None:
         rows.append({"id": f"w{number:03d}", "class": kind, "style": style, "question": question, "answers": answers,
                      "evidence": evidence, "split": "tune" if order % 2 == 0 else "heldout"})
     for prefix, split, half in (("x", "tune2", SECOND_TUNING), ("y", "tune3", THIRD_TUNING),
-                                ("z", "tune4", FOURTH_TUNING), ("v", "tune5", FIFTH_TUNING)):
+                                ("z", "tune4", FOURTH_TUNING), ("v", "tune5", FIFTH_TUNING),
+                                ("u", "tune6", SIXTH_TUNING)):
         for number, (kind, style, question, answers, evidence) in enumerate(half, 1):
             rows.append({"id": f"{prefix}{number:03d}", "class": kind, "style": style, "question": question,
                          "answers": answers, "evidence": evidence, "split": split,
