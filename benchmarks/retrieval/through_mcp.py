@@ -60,7 +60,7 @@ WEEK = HERE / "week"
 LINES = HERE / "lines"
 DEPTH = 10
 # The question sets' halves, in the order a report lists them.
-SPLITS = ("tune", "tune2", "tune3", "tune4", "tune5", "heldout")
+SPLITS = ("tune", "tune2", "tune3", "tune4", "tune5", "tune6", "heldout")
 _EPISODE = re.compile(r"^=== episode (\d+)", re.MULTILINE)
 _SHOWN_LINE = re.compile(r"^\d+[:-] (.*)$", re.MULTILINE)
 SETS = {"people": PEOPLE, "coding": CODING, "week": WEEK, "tasks": HERE, "lines": LINES}
