@@ -78,7 +78,8 @@ _ORDER = re.compile(rf"\b(first|earliest|initial|last|latest|most recent|final|n
                     r"|\b(?:we|i|you)\s+(first|last)\s+(?!of\b|one\b)[a-z]+|\b(most recently)\b", re.IGNORECASE)
 # "the second time we ran it": the n-th of the action from the oldest; "the time before last", "the penultimate
 # commit": the second from the newest.
-_NTH = re.compile(rf"\b(second|third|fourth|fifth|\d{{1,2}}(?:st|nd|rd|th))\s+{_WORK_NOUNS}", re.IGNORECASE)
+_NTH = re.compile(rf"\b({'|'.join(word for word in _ORDINALS if word != 'first')}|\d{{1,2}}(?:st|nd|rd|th))\s+"
+                  rf"{_WORK_NOUNS}", re.IGNORECASE)
 _BEFORE_LAST = re.compile(rf"\b(?:the\s+)?(?:time|one)\s+before\s+(?:the\s+)?last\b|\b(?:penultimate|"
                           rf"second[- ]to[- ]last|second[- ]last|last\s+but\s+one)\s+{_WORK_NOUNS}",
                           re.IGNORECASE)
