@@ -215,6 +215,12 @@ def fit(asked_for: Asked, tags: frozenset[str]) -> float:
     return 0.5 + 0.5 * len(tags & asked_for.tags) / len(asked_for.tags)
 
 
+def fits_in_full(asked_for: Asked, tags: frozenset[str]) -> bool:
+    """Whether an episode is wholly what the question names (`fit` 1), or any episode when it names no role: what
+    "the first" or "the last" counts among."""
+    return not asked_for.roles or fit(asked_for, tags) >= 1.0
+
+
 def fit_or_explains(asked_for: Asked, tags: frozenset[str]) -> float:
     """`fit`, or, when the question asks why about an action it names, the answer that explains fits half ("why
     did the import crash" wants the explanation beside the crash). A why that names no action ("how do I pay for

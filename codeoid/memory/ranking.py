@@ -17,7 +17,7 @@ import math
 import os
 import re
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING
 
@@ -292,20 +292,21 @@ class ZFusion:
                                             tags.get(episode_id, frozenset()), sessions.get(episode_id)))
                     for episode_id in candidates]
 
-        if self.when is not None and self.when.order_by_topic and weights.order_margin and weights.time:
-            self.when = self._ordered_among_relevant(self.when, scored, created_at, tags, sessions)
+        when = self.when
+        if when is not None and when.order_by_topic and weights.order_margin and weights.time:
+            self.when = replace(when, ordered=dict.fromkeys(when.ordered, 0.0))  # the order counting for nothing
+            self.when = self._ordered_among_relevant(when, scored(), created_at, tags, sessions)
         return sorted(scored(), key=lambda item: (-item[1], -item[0]))
 
-    def _ordered_among_relevant(self, when: Resolved, scored: Callable[[], list[tuple[int, float]]],
+    def _ordered_among_relevant(self, when: Resolved, unordered: Sequence[tuple[int, float]],
                                 created_at: Mapping[int, float], tags: Mapping[int, frozenset[str]],
                                 sessions: Mapping[int, str]) -> Resolved:
-        """`when` with its first or last episodes chosen among the candidates that fit the action named and score,
-        with the order counting for nothing, within `order_margin` of the best of them: the first time we ran
-        *the linter*, not the first run of anything. None fit: `when` as the store's ends gave it."""
-        self.when = replace(when, ordered=dict.fromkeys(when.ordered, 0.0))
-        fitting = [(episode_id, score) for episode_id, score in scored()
+        """`when` with its first or last episodes chosen among the candidates that fit the action named and score
+        (`unordered`: with the order counting for nothing) within `order_margin` of the best of them: the first time
+        we ran *the linter*, not the first run of anything. None fit: `when` as the store's ends gave it."""
+        fitting = [(episode_id, score) for episode_id, score in unordered
                    if episode_id in created_at
-                   and (not self.asked.roles or actions.fit(self.asked, tags.get(episode_id, frozenset())) >= 1.0)
+                   and actions.fits_in_full(self.asked, tags.get(episode_id, frozenset()))
                    and when.within_pointers(created_at[episode_id], sessions.get(episode_id))]
         if not fitting:
             return when

@@ -112,7 +112,7 @@ _WE_DID = re.compile(r"\s*(?:we|i|you)\s+(?:had\s+|have\s+|finally\s+|first\s+)?
 # words and `_WORK_NOUNS`: a question of nothing but these names no topic to order the episodes of.
 _UNTOPICAL = frozenset({"ask", "asked", "asking", "say", "said", "tell", "told", "talk", "talked", "discuss",
                         "discussed", "mention", "mentioned", "happen", "happened", "work", "worked", "look", "looked",
-                        "stuff", "times", "first", "earliest", "initial", "last", "latest", "recent", "final",
+                        "stuff", "times", "earliest", "initial", "last", "latest", "recent", "final",
                         "newest", "very", "ever", "make", "made", "making", "do", "done", "doing", "go", "went",
                         "get", "got", "previous", "penultimate", "one", *_ORDINALS, *_WORK_NOUN_WORDS})
 # Events an order can hang on, by the word a question names them with: the shell commands that are the event.
@@ -448,7 +448,8 @@ def resolve(db: sqlite3.Connection, question: str, *, workspace_id: int | None, 
     if "previous" in words.sessions and not resolved.sessions and caller_session and skip_live_of:
         resolved.windows = _previous_window(db, caller_session, skip_live_of)
     # "after the merge" asks for no merge, "the first patch release" for no patch
-    asked = actions.asked(words.without(question, {"days", "sessions", "event", "event at"}))
+    unpointed = words.without(question, {"days", "sessions", "event", "event at"})
+    asked = actions.asked(unpointed)
     if words.event is not None:
         event = _event(db, words.event, resolved.spans, scope)
         if event is not None and words.event.side == "at":
@@ -461,8 +462,7 @@ def resolve(db: sqlite3.Connection, question: str, *, workspace_id: int | None, 
     if words.order is not None:
         resolved.nth = words.nth
         resolved.ordered = _first_or_last(db, words.order, asked, resolved, scope)
-        resolved.order_by_topic = words.order if resolved.ordered and names_topic(
-            words.without(question, {"days", "sessions", "event", "event at"})) else None
+        resolved.order_by_topic = words.order if resolved.ordered and names_topic(unpointed) else None
     if resolved.anything:
         resolved.added = _added(db, resolved, asked, scope)
     pointed = {kind for kind, found in (("days", resolved.spans), ("sessions", resolved.sessions or resolved.windows),
@@ -673,7 +673,7 @@ def _first_or_last(db: sqlite3.Connection, order: str, asked: actions.Asked, res
     for row in scope.rows(db, f"({where}) AND {_ends(db, order)}", params,
                           order="e.id" if order == "first" else "e.id DESC"):
         tags = actions.tags_of(str(row["kind"]), row["tool_name"], row["original_command"], row["is_error"])
-        if asked.roles and actions.fit(asked, tags) < 1.0:
+        if not actions.fits_in_full(asked, tags):
             continue
         if not resolved.within_pointers(float(row["created_at"]), str(row["session_id"])):
             continue
