@@ -23,7 +23,6 @@ from codeoid.store import raw
 # The line that says which lines of a source follow (`best: get_episode("42", ...)`), whichever source comes first.
 SAY_LINE = re.compile(r'\(best: (?:get_episode\("|codeoid show )([^"\s]+)')
 HIT_LINE = re.compile(r"^(\d+)([:-]) (.*)$")
-RAW_SECTION = re.compile(r"^raw output (raw-\S+), lines compression cut: ")
 CLIPPED = re.compile(r"… \[\+[\d,]+ bytes\]$")
 LEAD = re.compile(r"^(.*?)\[\+([\d,]+) bytes\] …")
 GAP = re.compile(r"…? ?\[\+([\d,]+) bytes\](?: …)?")
@@ -79,7 +78,7 @@ def sources(block: str) -> dict[tuple[str, int], str]:
     item = block.split(" ", 1)[0]
     found: dict[tuple[str, int], str] = {}
     for line in block.split("\n"):
-        if (section := RAW_SECTION.match(line) or SAY_LINE.search(line)) is not None:
+        if (section := SAY_LINE.search(line)) is not None:
             item = section.group(1)
         elif (hit := HIT_LINE.match(line)) is not None:
             found[(item, int(hit.group(1)))] = hit.group(3)
@@ -350,6 +349,32 @@ def test_a_question_about_a_failure_shows_the_failing_tests_ids_before_assertion
     assert_every_line_pages_back(memory, {run: block})
 
 
+def test_compressions_footer_is_never_shown_as_an_answer(memory: Memory) -> None:
+    """The footer ("rule pytest: 300 of 322 lines removed (280 passed/skipped tests ...). Exact output: raw-...")
+    holds a count and the question's words, but the header names the raw output already: the run's own count line
+    and the failures take the room."""
+    report = [f"tests/test_billing.py::test_invoice_{n} PASSED" for n in range(1, 281)]
+    report += [f"FAILED tests/test_billing.py::test_refund_{n} - AssertionError: refund total off by {n} cents"
+               for n in range(1, 21)]
+    report.append("========== 20 failed, 280 passed in 12.31s ==========")
+    shown = subprocess.run([executable("codeoid-compress"), "--command", "pytest -v tests/test_billing.py",
+                            "--tool-use-id", "toolu_run"], input="\n".join(report).encode() + b"\n",
+                           capture_output=True, check=True, cwd=memory.project).stdout.decode()
+    footer = shown.rstrip("\n").split("\n")[-1]
+    assert "Exact output: raw-toolu_run" in footer and "passed" in footer, shown  # what could be picked
+    run = memory.bash(memory.backing("bs-1"), "pytest -v tests/test_billing.py", shown.rstrip("\n"),
+                      raw_output_id="raw-toolu_run")
+
+    recalled = call(memory, "recall", query="how many billing tests passed, and how many lines of the run were "
+                    "removed?", limit=1)
+
+    block = hit_blocks(recalled.text)[run]
+    assert "the exact stdout is raw output raw-toolu_run" in block, block
+    assert "20 failed, 280 passed in 12.31s" in block, block
+    assert not any("Exact output:" in line for line in sources(block).values()), block
+    assert_every_line_pages_back(memory, {run: block})
+
+
 def compressed_history(memory: Memory, tmp_path: Path, messages: list[str], *log_args: str,
                        tool_use_id: str = "toolu_log") -> tuple[bytes, str]:
     """A repository with a commit for each message: its `git log` (with `log_args`) and what `codeoid-compress`
@@ -382,7 +407,7 @@ def test_a_commit_body_compression_cut_is_found_and_shown_from_the_raw_output(me
     recalled = call(memory, "recall", query="why did the sandbox refuse the export?", limit=3)
 
     block = hit_blocks(recalled.text)[history]
-    section = re.search(r'^raw output raw-toolu_log, lines compression cut: line (\d+) holds query words '
+    section = re.search(r'^lines compression cut: line (\d+) holds query words '
                         r'\(best: get_episode\("raw-toolu_log", lines="[\d-]+"\)\):$', block, re.MULTILINE)
     assert section is not None, block
     raw_number = int(section.group(1))

@@ -236,7 +236,7 @@ class _Sources:
     def line(self, key: Key) -> str | None:
         source, number = key
         if source == "text":
-            return self.text[number - 1] if 1 <= number <= len(self.text) else None
+            return self.text[number - 1] if 1 <= number <= len(self.text) and number != self.found.footer else None
         return self.found.raw_lines.get(number)
 
 
@@ -337,7 +337,7 @@ def _say(source: _Sources, where: str, picked: list[Key], best: str) -> str:
         said = f"{'line' if len(numbers) == 1 else 'lines'} {_ranges(numbers)} match by {' and '.join(reasons)}"
     if where == "raw":
         unsearched = "" if found.raw_complete else f"; its lines past {found.raw_searched:,} were not searched"
-        return f"raw output {found.raw_id}, lines compression cut: {said} (best: {best}{unsearched}):"
+        return f"lines compression cut: {said} (best: {best}{unsearched}):"
     unsearched = f"; lines past {found.searched:,} were not searched" if found.searched < found.total else ""
     return f"{said} (best: {best}{unsearched}):"
 

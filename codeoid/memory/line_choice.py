@@ -133,6 +133,9 @@ class LineChoice:
     raw_lines: Mapping[int, str] = field(default_factory=dict)  # its picked lines and their context, as paged
     raw_searched: int = 0  # raw lines searched
     raw_complete: bool = True  # the whole raw output was searched
+    # The text's last line when it is the footer compression ends with (`_is_footer`): never shown, not even as
+    # context; 0 when there is none.
+    footer: int = 0
 
 
 def question_terms(db: sqlite3.Connection, query: str) -> Terms:
@@ -155,8 +158,11 @@ def choose(db: sqlite3.Connection, terms: Terms, row: Mapping[str, object], *, c
     meaning = _chunk_bonus(row.get("chunks"), len(lines))
     tool = row.get("kind") == "tool"
     changed = _changed_lines(lines[:searched]) if tool else []
-    scored = _score(terms, searched_text, lines, "text", meaning, shapes=tool, changed=frozenset(changed))
     raw_id = row.get("raw_output_id")
+    footer = len(lines) if lines and _is_footer(lines[-1], raw_id) else 0
+    scored = [candidate for candidate in
+              _score(terms, searched_text, lines, "text", meaning, shapes=tool, changed=frozenset(changed))
+              if candidate[1].number != footer]
     behind = raw.cut_head(db, raw_id, text) if isinstance(raw_id, str) and raw_id else None
     raw_all: list[str] = []
     if behind is not None:
@@ -176,15 +182,23 @@ def choose(db: sqlite3.Connection, terms: Terms, row: Mapping[str, object], *, c
     if not picks:
         if changed:  # an edit or a diff found by its input or its meaning: what it changed says what it did
             return LineChoice(tuple(Pick(number, "text", "changed") for number in changed[:most]), "changed",
-                              len(lines), searched)
-        return LineChoice(tuple(Pick(number, "text", "start")
-                                for number in range(1, min(len(lines), max(most, START_LINES)) + 1)),
-                          "start", len(lines), searched)
+                              len(lines), searched, footer=footer)
+        first = range(1, min(len(lines), max(most, START_LINES)) + 1)
+        return LineChoice(tuple(Pick(number, "text", "start") for number in first if number != footer),
+                          "start", len(lines), searched, footer=footer)
     wanted = {pick.number + offset for pick in picks if pick.source == "raw"
               for offset in range(-2 * context, 2 * context + 1)}  # the context, past a blank line
     raw_lines = {number: raw_all[number - 1] for number in sorted(wanted) if 1 <= number <= len(raw_all)}
     return LineChoice(picks, picks[0].why, len(lines), searched, str(raw_id) if raw_lines else None, raw_lines,
-                      len(raw_all), behind[1] if behind is not None else True)
+                      len(raw_all), behind[1] if behind is not None else True, footer)
+
+
+def _is_footer(line: str, raw_id: object) -> bool:
+    """Whether `line` is the note compression ends its output with (what it removed, the raw output's id): the
+    hit's header says both already, so the footer never takes the room of a line that answers (with the raw lines'
+    say-line no longer naming the raw output a second time, `hits._say`: week store, fourth and sixth tuning halves
+    one question more each, no other set moved)."""
+    return isinstance(raw_id, str) and line.startswith(CUT_NOTE) and f"Exact output: {raw_id} " in line
 
 
 def _distinct(scored: Sequence[tuple[float, Pick]], lines: Sequence[str], raw_lines: Sequence[str],
