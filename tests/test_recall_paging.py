@@ -349,6 +349,33 @@ def test_a_question_about_a_failure_shows_the_failing_tests_ids_before_assertion
     assert_every_line_pages_back(memory, {run: block})
 
 
+def test_a_question_about_a_failure_it_names_shows_the_assertion_not_the_ids(memory: Memory) -> None:
+    """"In the failing refund test, what amount ..." knows which test failed; the assertion's lines say the amount,
+    and the summary's ids (which hold the question's words "failing", "refund", "test") are not what it asks."""
+    owner = memory.backing("bs-1")
+    report = ["=================================== FAILURES ==================================="]
+    for number in range(1, 4):
+        report += [f"___ test_refund_{number} ___", "    def test(self):", "        total = refund(order)",
+                   f"E   AssertionError: assert Decimal('{number}0.05') == Decimal('{number}0.00')",
+                   f"E    +  where Decimal('{number}0.05') = refund(order)"]
+    report += ["=========================== short test summary info ============================",
+               *(f"FAILED tests/test_refunds.py::test_refund_{number} - AssertionError" for number in range(1, 4)),
+               "3 failed, 97 passed in 1.20s"]
+    run = memory.tool(owner, "Bash", {"command": "pytest tests/test_refunds.py"}, None,
+                      error="Exit code 1\n" + "\n".join(report))
+    report.insert(0, "Exit code 1")
+
+    recalled = call(memory, "recall", query="in the failing refund test, what amount came back instead?", limit=1)
+
+    block = hit_blocks(recalled.text)[run]
+    best = re.search(r'best: get_episode\("\d+", lines="(\d+)(?:-(\d+))?', block)
+    assert best is not None, block
+    best_lines = report[int(best.group(1)) - 1:int(best.group(2) or best.group(1))]
+    assert any(line.startswith("E ") for line in best_lines), block
+    assert not any(line.startswith("FAILED ") for line in best_lines), block
+    assert_every_line_pages_back(memory, {run: block})
+
+
 def test_compressions_footer_is_never_shown_as_an_answer(memory: Memory) -> None:
     """The footer ("rule pytest: 300 of 322 lines removed (280 passed/skipped tests ...). Exact output: raw-...")
     holds a count and the question's words, but the header names the raw output already: the run's own count line

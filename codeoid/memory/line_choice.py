@@ -52,6 +52,7 @@ ERROR_LINE = 0.3  # an error line
 # ("FAILED tests/test_schema.py::test_data_key_as_empty_string"), where an assertion's `E` lines share the
 # question's ordinary words (week store, second tuning half: 0.591 -> 0.614, no other set moved).
 FAILED_TEST = 0.4
+FAILURE_DETAIL = 0.4  # the same for an assertion's line when the question names the failure (`_NAMES_A_FAILURE`)
 ASKED = 2.0  # how much more a shape counts when the question asks for it ("how many", "what broke")
 # A diff's added or removed line (an edit's patch, `git show`), beside the unchanged lines around it that share the
 # question's words: what the change did.
@@ -81,6 +82,13 @@ _ERROR = re.compile(r"^[ \t]*(?:[\w.]*(?:Error|Exception|Interrupt)\b:|E {2,}\S|
 _FAILED_TEST = re.compile(r"^(?:FAILED|ERROR|FAIL:) \S+::?\S|^(?:FAIL|ERROR): \w+ \(")
 # Git's diffstat, a count only for "how many": every commit of a `git log --stat` digest has one.
 _DIFFSTAT = re.compile(r"\d+ files? changed")
+# A question that names a failure as a thing it already knows of ("in the failing money test", "the red run where
+# ...") asks what was in it (the input, the message, the value), not which tests failed: the assertion's lines
+# answer, the ids do not (week store, fifth tuning half: 0.675 -> 0.725, no other set moved).
+_NAMES_A_FAILURE = re.compile(r"\b(?:the|a|that|this|our)\s+(?:[\w-]+\s+)?(?:failing|failed|red|broken|crashing)\b",
+                              re.IGNORECASE)
+# What a failure says beyond its id: pytest's `E` lines, an exception and its message.
+_FAILURE_DETAIL = re.compile(r"^[ \t]*(?:E {2,}\S|[\w.]*(?:Error|Exception)\b:)")
 _ASKS_COUNT = re.compile(r"\bhow (?:many|much|often)\b|\bcount\b|\bnumber of\b|\btotal\b", re.IGNORECASE)
 _ASKS_FAILURE = re.compile(r"\b(?:fail\w*|broke\w*|break\w*|crash\w*|errors?|wrong|exception|traceback|blew|blow\w*|"
                            r"caught|catch\w*|complain\w*|refus\w*|why (?:did|does|do|was|were|is)(?:n't| not)|"
@@ -100,6 +108,7 @@ class Terms:
     weights: Mapping[str, float]
     asks_count: bool = False
     asks_failure: bool = False
+    asks_detail: bool = False  # it names a failure ("in the failing money test, what ...") and asks what was in it
 
     @property
     def total(self) -> float:
@@ -143,7 +152,8 @@ def question_terms(db: sqlite3.Connection, query: str) -> Terms:
     words = list(dict.fromkeys(word.lower() for word in _WORD.findall(query)))
     content = [word for word in words if word not in STOP_WORDS] or words
     stems = {stem for found in _stems(content).values() for stem in found}
-    return Terms(_idf(db, stems), bool(_ASKS_COUNT.search(query)), bool(_ASKS_FAILURE.search(query)))
+    return Terms(_idf(db, stems), bool(_ASKS_COUNT.search(query)), bool(_ASKS_FAILURE.search(query)),
+                 bool(_NAMES_A_FAILURE.search(query)))
 
 
 def choose(db: sqlite3.Connection, terms: Terms, row: Mapping[str, object], *, context: int = 1,
@@ -360,14 +370,18 @@ def _clues(text: str) -> list[int]:
 
 def _shape_bonus(terms: Terms, line: str) -> float:
     """A count line counts more when the question asks how many (a diffstat counts only then), an error line when
-    it asks what broke (and not how many: "how many tests failed" wants the count, not each failure)."""
+    it asks what broke (and not how many: "how many tests failed" wants the count, not each failure); of the error
+    lines, a failing test's id when it asks what failed, the assertion's lines when it asks about a failure it
+    names."""
     bonus = 0.0
     count = _COUNT.search(line)
     if count and (terms.asks_count or not _DIFFSTAT.fullmatch(count.group(0))):
         bonus += COUNT_LINE * (ASKED if terms.asks_count else 1.0)
     if _ERROR.match(line):
         bonus += ERROR_LINE * (ASKED if terms.asks_failure and not terms.asks_count else 1.0)
-        if _FAILED_TEST.match(line) and terms.asks_failure and not terms.asks_count:
+        if terms.asks_detail and not terms.asks_count:
+            bonus += FAILURE_DETAIL if _FAILURE_DETAIL.match(line) else 0.0
+        elif _FAILED_TEST.match(line) and terms.asks_failure and not terms.asks_count:
             bonus += FAILED_TEST
     return bonus
 
