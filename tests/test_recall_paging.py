@@ -376,6 +376,24 @@ def test_a_question_about_a_failure_it_names_shows_the_assertion_not_the_ids(mem
     assert_every_line_pages_back(memory, {run: block})
 
 
+def test_a_question_about_the_error_code_gives_shows_the_line_that_raises_it(memory: Memory) -> None:
+    """The raise holds none of the question's words; the lines around the parser's pattern hold several."""
+    source = ["import re", "", "PATTERN = re.compile(r'^P(?:(\\d+)D)?$')  # the input pattern of a duration", ""]
+    for number in range(1, 6):
+        source += [f"def helper_{number}(value):", f"    # the duration input pattern, step {number}",
+                   f"    return PATTERN.pattern + str({number})", ""]
+    source += ["def parse_duration(value):", "    found = PATTERN.match(value)", "    if found is None:",
+               "        raise ValueError('not an ISO 8601 span')", "    return int(found.group(1) or 0)"]
+    run = memory.bash(memory.backing("bs-1"), "cat durations.py", "\n".join(source))
+
+    recalled = call(memory, "recall", query="when the input does not fit the duration pattern, what does the parser "
+                    "complain with?", limit=1)
+
+    block = hit_blocks(recalled.text)[run]
+    assert re.search(r"^\d+: +raise ValueError\('not an ISO 8601 span'\)$", block, re.MULTILINE), block
+    assert_every_line_pages_back(memory, {run: block})
+
+
 def test_compressions_footer_is_never_shown_as_an_answer(memory: Memory) -> None:
     """The footer ("rule pytest: 300 of 322 lines removed (280 passed/skipped tests ...). Exact output: raw-...")
     holds a count and the question's words, but the header names the raw output already: the run's own count line
