@@ -394,10 +394,11 @@ def test_a_question_about_the_error_code_gives_shows_the_line_that_raises_it(mem
     assert_every_line_pages_back(memory, {run: block})
 
 
-def test_compressions_footer_is_never_shown_as_an_answer(memory: Memory) -> None:
+@pytest.mark.parametrize("stderr", ["", "warning: the billing fixtures are deprecated"])
+def test_compressions_footer_is_never_shown_as_an_answer(memory: Memory, stderr: str) -> None:
     """The footer ("rule pytest: 300 of 322 lines removed (280 passed/skipped tests ...). Exact output: raw-...")
     holds a count and the question's words, but the header names the raw output already: the run's own count line
-    and the failures take the room."""
+    and the failures take the room. It ends stdout; the command's stderr is stored after it."""
     report = [f"tests/test_billing.py::test_invoice_{n} PASSED" for n in range(1, 281)]
     report += [f"FAILED tests/test_billing.py::test_refund_{n} - AssertionError: refund total off by {n} cents"
                for n in range(1, 21)]
@@ -407,7 +408,8 @@ def test_compressions_footer_is_never_shown_as_an_answer(memory: Memory) -> None
                            capture_output=True, check=True, cwd=memory.project).stdout.decode()
     footer = shown.rstrip("\n").split("\n")[-1]
     assert "Exact output: raw-toolu_run" in footer and "passed" in footer, shown  # what could be picked
-    run = memory.bash(memory.backing("bs-1"), "pytest -v tests/test_billing.py", shown.rstrip("\n"),
+    run = memory.tool(memory.backing("bs-1"), "Bash", {"command": "pytest -v tests/test_billing.py"},
+                      {"stdout": shown.rstrip("\n"), "stderr": stderr, "interrupted": False},
                       raw_output_id="raw-toolu_run")
 
     recalled = call(memory, "recall", query="how many billing tests passed, and how many lines of the run were "

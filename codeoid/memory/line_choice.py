@@ -146,8 +146,8 @@ class LineChoice:
     raw_lines: Mapping[int, str] = field(default_factory=dict)  # its picked lines and their context, as paged
     raw_searched: int = 0  # raw lines searched
     raw_complete: bool = True  # the whole raw output was searched
-    # The text's last line when it is the footer compression ends with (`_is_footer`): never shown, not even as
-    # context; 0 when there is none.
+    # The line of the text that is the footer compression ends its output with (`footer_line`): never shown, not
+    # even as context; 0 when there is none.
     footer: int = 0
 
 
@@ -173,7 +173,7 @@ def choose(db: sqlite3.Connection, terms: Terms, row: Mapping[str, object], *, c
     tool = row.get("kind") == "tool"
     changed = _changed_lines(lines[:searched]) if tool else []
     raw_id = row.get("raw_output_id")
-    footer = len(lines) if lines and _is_footer(lines[-1], raw_id) else 0
+    footer = footer_line(text, raw_id)
     scored = [candidate for candidate in
               _score(terms, searched_text, lines, "text", meaning, shapes=tool, changed=frozenset(changed))
               if candidate[1].number != footer]
@@ -207,12 +207,19 @@ def choose(db: sqlite3.Connection, terms: Terms, row: Mapping[str, object], *, c
                       len(raw_all), behind[1] if behind is not None else True, footer)
 
 
-def _is_footer(line: str, raw_id: object) -> bool:
-    """Whether `line` is the note compression ends its output with (what it removed, the raw output's id): the
-    hit's header says both already, so the footer never takes the room of a line that answers (with the raw lines'
-    say-line no longer naming the raw output a second time, `hits._say`: week store, fourth and sixth tuning halves
-    one question more each, no other set moved)."""
-    return isinstance(raw_id, str) and line.startswith(CUT_NOTE) and f"Exact output: {raw_id} " in line
+def footer_line(text: str, raw_id: object) -> int:
+    """The number of the line of `text` that is the note compression ends its output with (what it removed, the
+    raw output's id), 0 when there is none: the hit's header says both already, so the footer never takes the room
+    of a line that answers (with the raw lines' say-line no longer naming the raw output a second time, `hits._say`:
+    week store, fourth and sixth tuning halves one question more each, no other set moved). It ends stdout, so a
+    command's stderr, stored after it, may follow."""
+    if not isinstance(raw_id, str) or not raw_id:
+        return 0
+    at = text.rfind(f"Exact output: {raw_id} ")
+    start = text.rfind("\n", 0, at) + 1
+    if at < 0 or not text.startswith(CUT_NOTE, start):
+        return 0
+    return text.count("\n", 0, start) + 1
 
 
 def _distinct(scored: Sequence[tuple[float, Pick]], lines: Sequence[str], raw_lines: Sequence[str],
