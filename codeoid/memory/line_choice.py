@@ -216,10 +216,10 @@ def footer_line(text: str, raw_id: object) -> int:
     if not isinstance(raw_id, str) or not raw_id:
         return 0
     at = text.rfind(f"Exact output: {raw_id} ")
-    start = text.rfind("\n", 0, at) + 1
-    if at < 0 or not text.startswith(CUT_NOTE, start):
+    if at < 0:
         return 0
-    return text.count("\n", 0, start) + 1
+    start = text.rfind("\n", 0, at) + 1
+    return text.count("\n", 0, start) + 1 if text.startswith(CUT_NOTE, start) else 0
 
 
 def _distinct(scored: Sequence[tuple[float, Pick]], lines: Sequence[str], raw_lines: Sequence[str],
