@@ -24,6 +24,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from codeoid.compressors.engine import footer_names
 from codeoid.pages import split_lines
 from codeoid.store import raw
 from codeoid.store.queries import STOP_WORDS
@@ -215,7 +216,7 @@ def footer_line(text: str, raw_id: object) -> int:
     command's stderr, stored after it, may follow."""
     if not isinstance(raw_id, str) or not raw_id:
         return 0
-    at = text.rfind(f"Exact output: {raw_id} ")
+    at = text.rfind(footer_names(raw_id))
     if at < 0:
         return 0
     start = text.rfind("\n", 0, at) + 1
@@ -389,13 +390,14 @@ def _shape_bonus(terms: Terms, line: str) -> float:
     count = _COUNT.search(line)
     if count and (terms.asks_count or not _DIFFSTAT.fullmatch(count.group(0))):
         bonus += COUNT_LINE * (ASKED if terms.asks_count else 1.0)
-    if _RAISES.match(line) and terms.asks_failure and not terms.asks_count:
+    failure = terms.asks_failure and not terms.asks_count
+    if _RAISES.match(line) and failure:
         bonus += ERROR_LINE * ASKED
     elif _ERROR.match(line):
-        bonus += ERROR_LINE * (ASKED if terms.asks_failure and not terms.asks_count else 1.0)
+        bonus += ERROR_LINE * (ASKED if failure else 1.0)
         if terms.asks_detail and not terms.asks_count:
             bonus += FAILURE_DETAIL if _FAILURE_DETAIL.match(line) else 0.0
-        elif _FAILED_TEST.match(line) and terms.asks_failure and not terms.asks_count:
+        elif _FAILED_TEST.match(line) and failure:
             bonus += FAILED_TEST
     return bonus
 
