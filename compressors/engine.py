@@ -15,7 +15,7 @@ from codeoid.compressors.pipeline import MARKER, MarkerCollision, Pipeline
 from codeoid.compressors.rules import Rule
 
 __all__ = ["MARKER", "CompressResult", "CompressionError", "Compressor", "Thresholds", "compress_bytes", "footer",
-           "footer_names", "thresholds_from"]
+           "thresholds_from"]
 
 
 class CompressionError(Exception):
@@ -94,13 +94,8 @@ def thresholds_from(env: Mapping[str, str]) -> Thresholds:
 def footer(raw_id: str, description: str) -> str:
     """The last line of a compressed output, after `MARKER`: what was removed and how to page the raw bytes.
     `codeoid-compress` and the after-the-fact PostToolUse compression name their raw output the same way."""
-    return f"{description}. {footer_names(raw_id)}get_episode(\"{raw_id}\"), or `codeoid show {raw_id} --raw`)"
-
-
-def footer_names(raw_id: str) -> str:
-    """How the footer names its raw output: what recall looks for to know the footer line, which it never shows
-    (`codeoid.memory.line_choice.footer_line`)."""
-    return f"Exact output: {raw_id} ("
+    return (f"{description}. Exact output: {raw_id} (get_episode(\"{raw_id}\"), "
+            f"or `codeoid show {raw_id} --raw`)")
 
 
 _HOLD, _STREAM, _PASS = range(3)

@@ -24,7 +24,6 @@ import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from codeoid.compressors.engine import footer_names
 from codeoid.pages import split_lines
 from codeoid.store import raw
 from codeoid.store.queries import STOP_WORDS
@@ -216,7 +215,9 @@ def footer_line(text: str, raw_id: object) -> int:
     command's stderr, stored after it, may follow."""
     if not isinstance(raw_id, str) or not raw_id:
         return 0
-    at = text.rfind(footer_names(raw_id))
+    # As `codeoid.compressors.engine.footer` writes it; not imported from there: the memory modules also run from a
+    # checkout, where `compressors/` is not yet `codeoid.compressors`.
+    at = text.rfind(f"Exact output: {raw_id} (")
     if at < 0:
         return 0
     start = text.rfind("\n", 0, at) + 1
