@@ -77,6 +77,7 @@ the lower layers' rules. The first enabled rule that matches applies::
     diagnostics = true                    # also keep the engine's error/traceback/warning patterns (default)
     dedupe = true                         # identical consecutive lines: one, then a count (default)
     long_line = 2000                      # lines over this many bytes are omitted unless kept
+    min_bytes = 8000                      # an output smaller than this passes whole (default: the engine's 1 KB)
     head = 200                            # keep the first 200 lines the operations above leave...
     tail = 20                             # ...and the last 20; one marker counts the middle
 

@@ -210,7 +210,7 @@ class Compressor:
         raw = b"".join(self._held)
         self._held = []
         lines = raw.count(b"\n") + (0 if raw.endswith(b"\n") or not raw else 1)
-        if lines < self.thresholds.min_lines or len(raw) < self.thresholds.min_bytes:
+        if lines < self.thresholds.min_lines or len(raw) < max(self.thresholds.min_bytes, self.rule.min_bytes):
             self._passthrough = "below threshold"
             return raw
         self._mode = _STREAM

@@ -281,6 +281,9 @@ class Rule(NamedTuple):
     drop: tuple[str, ...] = ()
     dedupe: bool = True
     long_line: int | None = None
+    # An output smaller than this passes whole, whatever the rule would cut (0: the engine's own minimum). A file
+    # the model cats to read costs little whole, and its middle is what it wanted.
+    min_bytes: int = 0
     collapse: tuple[Collapse, ...] = ()
     item: Item | None = None
     group: Group | None = None
@@ -327,8 +330,8 @@ def _match_fields(plain: dict[str, Any]) -> dict[str, Any]:
 
 
 _RULE_KEYS = {
-    "name", "description", "enabled", "match", "keep", "diagnostics", "drop", "dedupe", "long_line", "collapse",
-    "item", "group", "failures", "head", "tail", "budget", "columns", "codes",
+    "name", "description", "enabled", "match", "keep", "diagnostics", "drop", "dedupe", "long_line", "min_bytes",
+    "collapse", "item", "group", "failures", "head", "tail", "budget", "columns", "codes",
 }
 _MATCH_KEYS = {"program", "subcommand", "args_any", "args_none", "options_with_value", "positional_max"}
 _COLLAPSE_KEYS = {"label", "patterns", "keep", "through", "named"}
@@ -419,6 +422,7 @@ def rule_from_table(table: Any) -> dict[str, Any]:
         "drop": check.strings(table.get("drop", []), "drop", patterns=True),
         "dedupe": check.flag(table.get("dedupe", True), "dedupe"),
         "long_line": check.count(table.get("long_line"), "long_line", allow_none=True),
+        "min_bytes": check.count(table.get("min_bytes", 0), "min_bytes"),
         "collapse": [_collapse(check, entry, index) for index, entry in enumerate(_list_of(table, "collapse"))],
         "item": _item(check, table["item"]) if "item" in table else None,
         "group": _group(check, table["group"]) if "group" in table else None,
@@ -442,7 +446,7 @@ def _match(check: _Checker, value: Any) -> dict[str, Any]:
 def _disabled(name: str) -> dict[str, Any]:
     """A rule that only switches off the rule of the same name from a lower layer."""
     return {"name": name, "description": "", "enabled": False, "match": [], "keep": [],
-            "diagnostics": True, "drop": [], "dedupe": True, "long_line": None, "collapse": [], "item": None,
+            "diagnostics": True, "drop": [], "dedupe": True, "long_line": None, "min_bytes": 0, "collapse": [], "item": None,
             "group": None, "failures": None, "head": None, "tail": 0, "budget": _budget(_Checker({}), {}),
             "columns": None, "codes": None}
 

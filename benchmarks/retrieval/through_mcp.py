@@ -228,10 +228,52 @@ def prepare_week(args: argparse.Namespace) -> None:
         (args.home / "ids.json").write_text(json.dumps(keys))
         print(f"placed {len(stored)} episodes in {len(json.loads((WEEK / 'sessions.json').read_text()))} sessions "
               f"before {time.strftime('%Y-%m-%d', time.gmtime(today))}", flush=True)
+        if args.recompress:
+            print(f"{_recompress(db, project)} compressed outputs now stored as the installed rules store them",
+                  flush=True)
         evaluate.index_store(db)
     finally:
         db.close()
         chroma_server.stop_server()
+
+
+def _recompress(db: Any, project: Path) -> int:
+    """Each successful compressed Bash output run again through the installed `codeoid-compress` (the Bash
+    wrapper's own path, the raw stdout piped in) and stored as its hook would store it now: the new text, and an
+    output the rules now pass whole stored whole, with no raw output. A failed run's text holds Claude Code's own
+    "Exit code" line, which a pipe cannot reproduce, so failures stay as recorded."""
+    import subprocess
+    import tempfile
+
+    from codeoid.store import raw
+    from codeoid.store.capture import estimate_tokens
+
+    changed = 0
+    rows = db.execute("SELECT e.id, e.command, e.tool_use_id, e.raw_output_id, e.text, e.summary FROM episodes e"
+                      " JOIN raw_outputs r ON r.id = e.raw_output_id WHERE r.exit_status = 0").fetchall()
+    with tempfile.TemporaryDirectory() as scratch:
+        for episode_id, command, tool_use_id, raw_id, text, summary in rows:
+            stdout = raw.read_raw_stdout(db, raw_id)
+            ran = subprocess.run([str(Path(sys.executable).parent / "codeoid-compress"), "--command", command,
+                                  "--tool-use-id", tool_use_id], input=stdout, capture_output=True, check=True,
+                                 cwd=project, env={**os.environ, "CODEOID_HOME": scratch})
+            now = ran.stdout.decode("utf-8", "replace").rstrip("\n")
+            if now == text.rstrip("\n"):
+                continue
+            whole = ran.stdout == stdout
+            lines = now.count("\n") + 1
+            db.execute("UPDATE episodes SET text = ?, token_estimate = ?, summary = ?, raw_output_id = ? WHERE id = ?",
+                       (now, estimate_tokens(now), re.sub(r"\d[\d,]* lines$", f"{lines} lines", summary),
+                        None if whole else raw_id, episode_id))
+            if whole:
+                db.execute("DELETE FROM raw_chunks WHERE raw_output_id = ?", (raw_id,))
+                db.execute("DELETE FROM raw_outputs WHERE id = ?", (raw_id,))
+                db.execute("DELETE FROM raw_context WHERE rowid = ?", (episode_id,))
+            changed += 1
+    db.commit()
+    return changed
+
+
 def _compressed_bash(memory: Any, owner: Any, project: Path, episode: dict[str, Any]) -> int:
     """A successful Bash call as the rewrite leaves it: its stdout through `codeoid-compress` (the rule for the
     command, the raw bytes archived under the call's id), the compressed text as the tool's result."""
@@ -408,6 +450,9 @@ def main() -> None:
     prepare_cmd = commands.add_parser("prepare", help="fill and index a data dir")
     prepare_cmd.add_argument("--home", type=Path, required=True)
     prepare_cmd.add_argument("--set", choices=sorted(SETS), default="people")
+    prepare_cmd.add_argument("--recompress", action="store_true",
+                             help="week set: store each successful compressed output as the installed rules "
+                                  "would now (the recorded text otherwise)")
     prepare_cmd.add_argument("--today", help="week set: the UTC day (YYYY-MM-DD) its days are counted back from "
                              "(default: today)")
     ask_cmd = commands.add_parser("ask", help="ask every question through codeoid-mcp per configuration")

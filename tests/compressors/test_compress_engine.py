@@ -7,7 +7,7 @@ import tracemalloc
 
 import pytest
 
-from codeoid.compressors import MARKER, CompressionError, Compressor, Rule, Thresholds, compress_bytes
+from codeoid.compressors import MARKER, CompressionError, Compressor, Rule, Thresholds, compress_bytes, load_rules
 from codeoid.compressors.rules import rule_from_table
 
 
@@ -42,6 +42,27 @@ def test_small_output_passes_through_unchanged() -> None:
         out, result = compress_bytes(HEAD_TAIL, raw)
         assert out == raw
         assert result.passthrough == "below threshold" or raw == b""
+
+
+def test_output_under_the_rules_own_minimum_passes_whole_and_one_over_it_is_cut() -> None:
+    rule = make_rule('[[rule]]\nname = "whole-under"\nmin_bytes = 8000\nhead = 5\ntail = 3\n'
+                     '[rule.match]\nprogram = "x"\n')
+    small, big = numbered(150), numbered(300)  # 6,000 and 12,000 bytes, both past the engine's own minimum
+    out, result = compress_bytes(rule, small)
+    assert out == small and result.passthrough == "below threshold"
+    out, result = compress_bytes(rule, big)
+    assert result.removed == {"head/tail": 292}
+
+
+def test_a_source_file_the_model_cats_reaches_it_whole_unless_it_is_big() -> None:
+    cat = load_rules(user_dir="/nonexistent/codeoid-user-rules").for_command("cat performance/benchmark.py")
+    assert cat is not None and cat.name == "cat"
+    source = b"".join(b"    value_%d = compute(%d)  # step\n" % (index, index) for index in range(150))
+    assert 4000 < len(source) < 8000
+    out, result = compress_bytes(cat, source)
+    assert out == source and result.passthrough == "below threshold"
+    out, result = compress_bytes(cat, source * 4)
+    assert result.removed == {"head/tail": 500}  # its first 60 and last 40 lines stay
 
 
 def test_output_the_rule_would_not_shrink_passes_through_unchanged() -> None:

@@ -107,6 +107,7 @@ def test_a_disabled_rule_switches_off_the_builtin_of_the_same_name(tmp_path: Pat
     ('[[rule]]\nname = "x"\nheadd = 3\n[rule.match]\nprogram = "x"\n', 3, "unknown key 'headd'"),
     ('[[rule]]\nname = "x"\n[rule.match]\nprogram = "x"\n[rule.item]\nstart = "a"\nhead = -1\n', 7,
      "item.head must be a whole number"),
+    ('[[rule]]\nname = "x"\nmin_bytes = "8k"\n[rule.match]\nprogram = "x"\n', 3, "min_bytes must be a whole number"),
     ('[[rule]]\nname = "x"\n', 1, "needs a [rule.match] table"),
 ])
 def test_a_bad_file_is_reported_with_its_line_and_the_builtins_keep_working(
