@@ -446,8 +446,8 @@ def _match(check: _Checker, value: Any) -> dict[str, Any]:
 def _disabled(name: str) -> dict[str, Any]:
     """A rule that only switches off the rule of the same name from a lower layer."""
     return {"name": name, "description": "", "enabled": False, "match": [], "keep": [],
-            "diagnostics": True, "drop": [], "dedupe": True, "long_line": None, "min_bytes": 0, "collapse": [], "item": None,
-            "group": None, "failures": None, "head": None, "tail": 0, "budget": _budget(_Checker({}), {}),
+            "diagnostics": True, "drop": [], "dedupe": True, "long_line": None, "min_bytes": 0, "collapse": [],
+            "item": None, "group": None, "failures": None, "head": None, "tail": 0, "budget": _budget(_Checker({}), {}),
             "columns": None, "codes": None}
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import tomllib
 import tracemalloc
+from pathlib import Path
 
 import pytest
 
@@ -63,6 +64,17 @@ def test_a_source_file_the_model_cats_reaches_it_whole_unless_it_is_big() -> Non
     assert out == source and result.passthrough == "below threshold"
     out, result = compress_bytes(cat, source * 4)
     assert result.removed == {"head/tail": 500}  # its first 60 and last 40 lines stay
+
+
+def test_a_patch_under_8_kb_reaches_the_model_with_every_changed_line() -> None:
+    fixtures = Path(__file__).parents[1] / "fixtures" / "compress"
+    patch = (fixtures / "git_log_patch_toolz.out").read_bytes()  # a real `git log -p`, 5,995 bytes
+    rule = load_rules(user_dir="/nonexistent/codeoid-user-rules").for_command("git log -p -3")
+    assert rule is not None and rule.name == "git-diff"
+    out, result = compress_bytes(rule, patch)
+    assert out == patch and result.passthrough == "below threshold"
+    out, result = compress_bytes(rule, patch * 2)
+    assert result.lines_removed > 0
 
 
 def test_output_the_rule_would_not_shrink_passes_through_unchanged() -> None:
