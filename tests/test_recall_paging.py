@@ -626,6 +626,21 @@ def test_the_commit_body_shown_is_the_one_under_the_commit_the_question_named(me
     assert_every_line_pages_back(memory, {history: block})
 
 
+def test_a_hit_found_by_the_questions_leading_clause_shows_the_line_that_holds_what_is_asked(memory: Memory) -> None:
+    owner = memory.backing("bs-1")
+    padding = " ".join(str(n) for n in range(1000, 1090))  # each line alone fills the room the hit has
+    lines = [f"step {n}: ok" for n in range(1, 61)]
+    lines[9] = f"nightly quokka export ran: {padding}"
+    lines[49] = f"write the output file to /srv/exports/quokka.csv: {padding}"
+    run = memory.bash(owner, "./export.sh", "\n".join(lines))
+
+    recalled = call(memory, "recall", query="the last time the nightly quokka export ran, which file did it write?",
+                    limit=1, budget_tokens=300)
+
+    shown = numbered(hit_blocks(recalled.text)[run])
+    assert 50 in shown and 10 not in shown, shown
+
+
 def test_a_long_answer_is_shown_from_the_sentence_that_holds_the_question(memory: Memory) -> None:
     owner = memory.backing("bs-1")
     filler = " ".join(f"clause {n} of the long explanation" for n in range(1, 30))
