@@ -99,29 +99,6 @@ def test_a_turn_answers_with_the_episode_the_question_wants_not_the_prompt(memor
     assert set(chat) == {ids["chat_question"], ids["chat_answer"]}
 
 
-def test_a_turn_that_fills_the_first_hits_brings_the_answer_that_closed_it(memory: Memory) -> None:  # noqa: F811
-    week_of_work(memory)
-    memory.clock = days_ago(2, 10)
-    export = memory.backing("b-export")
-    memory.user(export, "The nightly invoice CSV export takes minutes; profile it.")
-    memory.bash(export, "python -m cProfile -s cumtime export_invoices.py --csv out.csv",
-                "export_invoices.py:41(export_csv) 212.4s\nexport_invoices.py:57(invoice_rows) 211.9s\n"
-                "db.py:88(fetch_invoice) 209.7s")
-    memory.tool(export, "Read", {"file_path": "export_invoices.py"}, {"file": {"content": (
-        "def export_csv(path):\n    for invoice in invoice_rows():\n        writer.writerow(invoice)\n")}})
-    memory.bash(export, "grep -n fetch_invoice export_invoices.py", "57:    return [fetch_invoice(i) for i in ids]")
-    memory.bash(export, "python export_invoices.py --csv out.csv", "wrote 48210 invoices to out.csv in 5.1s")
-    done = memory.assistant(export, "One query per row: batching them into a single SELECT brought it from three "
-                                    "and a half minutes to five seconds.")
-    Indexer(memory.db).catch_up()
-    question = "what did the profiler print when we ran the invoice CSV export under it?"
-    without = ranked(memory, question, weights=ranking.RecallWeights(turn_closing=0.0))
-    assert done not in without, without
-    first = ranked(memory, question)
-    assert first[4] == done, first
-    assert first[:4] == without[:4]  # the rest keep their places
-
-
 def test_a_question_about_when_finds_what_happened_then(memory: Memory) -> None:  # noqa: F811
     ids = week_of_work(memory)
 

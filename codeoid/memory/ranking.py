@@ -72,7 +72,6 @@ class RecallWeights:
     turn_repeat: float = 0.15
     turn_explanation: float = 1.0
     turn_answer: float = 1.0
-    turn_closing: float = 1.0
     # z-score fusion: bonus for an episode the question's time and order words point at (`codeoid.memory.when`)
     time: float = 5.0
     # z-score fusion: "the last time we edited the release notes" is the latest of the edits that match the release

@@ -223,7 +223,7 @@ def _by_turns(db: sqlite3.Connection, fused: list[tuple[int, float]], fusion: ra
 
     return turns.rerank(fused, work, score_of, fusion.asked, turns.TurnWeights(
         lend=weights.turn_lend, step=weights.turn_step, prompt=weights.turn_prompt, repeat=weights.turn_repeat,
-        explanation=weights.turn_explanation, answer=weights.turn_answer, closing=weights.turn_closing))
+        explanation=weights.turn_explanation, answer=weights.turn_answer))
 
 
 def _shared_hits(nearest: list[Hit], store: str, limit: int) -> tuple[Hit, ...]:

@@ -20,7 +20,6 @@ between them only crowded the evidence (conversational set, tuning half).
 from __future__ import annotations
 
 import sqlite3
-from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -30,8 +29,6 @@ from codeoid.store.queries import Row
 
 # How many of the best candidates have their turns looked at.
 TURNS_OF_BEST = 20
-# The first hits of a list, which recall's answer shows with the most room (its default limit is six).
-IN_VIEW = 5
 # The most episodes of one turn weighed (an agent's turn can run hundreds of tool calls): its first ones.
 TURN_MEMBERS = 300
 MEMBER_COLUMNS = ("e.id, e.kind, e.session_id, e.turn, e.created_at, e.paths, e.tool_name, e.is_error,"
@@ -56,7 +53,6 @@ class TurnWeights:
     repeat: float = 0.15
     explanation: float = 1.0
     answer: float = 1.0
-    closing: float = 1.0  # 0: a turn that fills the view does not bring its closing answer into it
 
 
 @dataclass(frozen=True)
@@ -144,25 +140,7 @@ def rerank(scored: list[tuple[int, float]], turns: Mapping[tuple[str, int], list
             score -= weights.repeat * seen.get(turn, 0)
             seen[turn] = seen.get(turn, 0) + 1
         stepped.append((episode_id, score))
-    stepped = _best_first(stepped, fit_of)
-    return _closing_in_view(stepped, turns) if weights.closing else stepped
-
-
-def _closing_in_view(ranked: list[tuple[int, float]], turns: Mapping[tuple[str, int], list[Member]]
-                     ) -> list[tuple[int, float]]:
-    """When two of the first `IN_VIEW` are pieces of one work turn and the answer that closed it is not among
-    them, that answer takes the last place in view: the list has said which turn the question is about, and what
-    we concluded about it is most often what was asked ("what did all the failures have in common", "is the fix
-    released yet"), where its tool calls outrank it by their words."""
-    in_view = [episode_id for episode_id, _ in ranked[:IN_VIEW]]
-    turn_of = {m.id: turn for turn, members in turns.items() for m in members}
-    pieces = Counter(turn_of[episode_id] for episode_id in in_view if episode_id in turn_of)
-    for turn in dict.fromkeys(turn_of[episode_id] for episode_id in in_view if episode_id in turn_of):
-        closing = next((m.id for m in reversed(turns[turn]) if m.kind == "assistant"), None)
-        if pieces[turn] >= 2 and closing is not None and closing not in in_view and len(ranked) > IN_VIEW:
-            rest = [item for item in ranked[IN_VIEW - 1:] if item[0] != closing]
-            return [*ranked[:IN_VIEW - 1], (closing, ranked[IN_VIEW - 1][1]), *rest]
-    return ranked
+    return _best_first(stepped, fit_of)
 
 
 def _best_first(scores: Iterable[tuple[int, float]], fit_of: Mapping[int, float]) -> list[tuple[int, float]]:
