@@ -255,6 +255,31 @@ def test_older_collections_on_the_local_server_are_dropped_and_their_text_purged
             assert b"zanzibar quokka" not in path.read_bytes(), path
 
 
+def test_a_move_to_the_collection_without_text_cut_short_resumes_from_its_saved_records(home: Path) -> None:
+    """The old collection saved and dropped, then the process dies: the next open writes the new collection from
+    the saved file, and removes it."""
+    from codeoid.memory import chroma_rest, vector_index
+    from codeoid.memory.embedding import default_embedder
+
+    target = chroma_server.endpoint()
+    embedder = default_embedder()
+    old = chroma_rest.create_collection(target, collection_name(WORKSPACE), embedder, {"codeoid_workspace": WORKSPACE})
+    texts = [f"chunk {n} about the harbour crane schedule" for n in range(30)]
+    chroma_rest.upsert(target, old, ids=[f"{STORE}:{n}:0" for n in range(30)],
+                       embeddings=[list(vector) for vector in embedder.embed(texts)], documents=texts,
+                       metadatas=[{"store": STORE, "episode_id": n, "chunk": 0, "start_line": 1, "end_line": 1}
+                                  for n in range(30)])
+    moving = vector_index._moving_path(WORKSPACE)
+    vector_index._save_records(target, old, moving)
+    chroma_rest.delete_collection(target, collection_name(WORKSPACE))  # and here the process died
+
+    assert oct(os.stat(moving).st_mode & 0o777) == oct(0o600)
+    index = VectorIndex(store=STORE)
+    assert index.count(WORKSPACE) == 30
+    assert [hit.episode_id for hit in index.query("harbour crane schedule", WORKSPACE, n=3)]
+    assert not os.path.exists(moving)
+
+
 def test_an_idle_server_stops_by_itself_and_the_next_client_starts_another(
         home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CODEOID_CHROMA_IDLE_SECONDS", "2")

@@ -126,6 +126,11 @@ def local_endpoint(info: ServerInfo) -> Endpoint:
     return Endpoint(info.url, local_token())
 
 
+def state_dir() -> str:
+    """The local server's private folder: its state, log, token and socket."""
+    return _files.state_dir()
+
+
 def token_path() -> str:
     return os.path.join(_files.state_dir(), "token")
 

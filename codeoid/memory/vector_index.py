@@ -8,8 +8,9 @@ Where the text lives. On a team's server the documents hold the chunk text, so a
 reads as text even though their store is not here (collections `codeoid-v2-*`). The local server keeps no text
 at all, only vectors and metadata (`codeoid-v3-*`): this store has every chunk's text already, and text Chroma
 never held is text a `codeoid forget` cannot leave behind in Chroma's own files (its SQLite log and full-text
-index keep a deleted row's bytes). A local collection an older codeoid filled with text is copied over without
-it, dropped, and Chroma's file vacuumed, the first time this version opens it.
+index keep a deleted row's bytes). A local collection an older codeoid filled with text is moved into one without
+it, the first time this version opens it: saved to a file, dropped, Chroma's file vacuumed, and written again by a
+server process that never read the text.
 
 Episode ids belong to one store (one machine's data dir), so every chunk also names its store: ids are
 `<store id>:<episode id>:<chunk number>` and the metadata carries `store`. On a team's server two machines'
@@ -23,13 +24,18 @@ answer that says so. A local server that stopped while idle is restarted once be
 
 from __future__ import annotations
 
+import base64
 import hashlib
+import json
+import os
 import socket
 import threading
+from array import array
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
+from codeoid import paths
 from codeoid.log import log
 from codeoid.memory import chroma_rest, chroma_server
 from codeoid.memory.chroma_rest import Endpoint
@@ -304,27 +310,66 @@ COPY_PAGE = 500
 
 
 def _without_text(target: Endpoint, workspace: str, create: bool) -> chroma_rest.Collection | None:
-    """The local collection an older codeoid filled with text (v2), copied into one without (v3): vectors and
-    metadata page by page, then the old one dropped and Chroma's file vacuumed so its text is gone from the disk.
-    None when there is no old collection (and `create` is False)."""
+    """The local collection an older codeoid filled with text (v2), moved into one without (v3). Its vectors and
+    metadata are saved to a file of the data dir (`_moving_path`), the old collection dropped, Chroma's file
+    vacuumed, and the server started again before the new collection is written: a Chroma process that read the
+    old rows can leave pieces of their text in the index files it writes next (it writes them from memory it did
+    not clear: `length.bin`, one run in three), and the new process never held them. The file is removed once the
+    new collection holds every record; a move cut short resumes from it. None when there is nothing to move (and
+    `create` is False)."""
+    moving = _moving_path(workspace)
     old = chroma_rest.open_collection(target, collection_name(workspace))
-    if old is None:
+    if old is None and not os.path.exists(moving):
         return None
+    if old is not None:
+        _save_records(target, old, moving)
+        chroma_rest.delete_collection(target, collection_name(workspace))
+    before, after = chroma_rest.vacuum(target)
+    chroma_server.stop_server()
+    target = chroma_server.endpoint()  # a new process, on the same socket with the same token
     from codeoid.memory.embedding import default_embedder
 
     new = chroma_rest.create_collection(target, collection_name(workspace, with_text=False), default_embedder(),
                                         {"codeoid_workspace": workspace})
-    copied = 0
-    while True:
-        page = chroma_rest.get_page(target, old, offset=copied, limit=COPY_PAGE, include=["embeddings", "metadatas"])
-        ids = page.get("ids") or []
-        if not ids:
-            break
-        chroma_rest.upsert(target, new, ids=ids, embeddings=page.get("embeddings") or [], documents=None,
-                           metadatas=page.get("metadatas") or [{} for _ in ids])
-        copied += len(ids)
-    chroma_rest.delete_collection(target, collection_name(workspace))
-    before, after = chroma_rest.vacuum(target)
+    copied = _load_records(target, new, moving)
+    os.remove(moving)
     log("vectors", f"{workspace}: {copied} chunks moved to a collection without text; Chroma's file vacuumed "
-                   f"({before:,} -> {after:,} bytes)")
+                   f"({before:,} -> {after:,} bytes) and its server started again")
     return new
+
+
+def _moving_path(workspace: str) -> str:
+    return os.path.join(chroma_server.state_dir(), f"moving-{_digest(workspace)}.jsonl")
+
+
+def _save_records(target: Endpoint, collection: chroma_rest.Collection, path: str) -> None:
+    """Every record's id, vector (float32, base64) and metadata, a page a line, written whole or not at all."""
+    partial = path + ".part"
+    with os.fdopen(paths.open_private(partial, os.O_CREAT | os.O_WRONLY | os.O_TRUNC), "w", encoding="utf-8") as out:
+        saved = 0
+        while True:
+            page = chroma_rest.get_page(target, collection, offset=saved, limit=COPY_PAGE,
+                                        include=["embeddings", "metadatas"])
+            ids = page.get("ids") or []
+            if not ids:
+                break
+            vectors = [base64.b64encode(array("f", vector).tobytes()).decode("ascii")
+                       for vector in page.get("embeddings") or []]
+            out.write(json.dumps({"ids": ids, "vectors": vectors,
+                                  "metadatas": page.get("metadatas") or [{} for _ in ids]}) + "\n")
+            saved += len(ids)
+        out.flush()
+        os.fsync(out.fileno())
+    os.replace(partial, path)
+
+
+def _load_records(target: Endpoint, collection: chroma_rest.Collection, path: str) -> int:
+    loaded = 0
+    with open(path, encoding="utf-8") as saved:
+        for line in saved:
+            page = json.loads(line)
+            vectors = [array("f", base64.b64decode(vector)).tolist() for vector in page["vectors"]]
+            chroma_rest.upsert(target, collection, ids=page["ids"], embeddings=vectors, documents=None,
+                               metadatas=page["metadatas"])
+            loaded += len(page["ids"])
+    return loaded
