@@ -280,6 +280,29 @@ def test_a_move_to_the_collection_without_text_cut_short_resumes_from_its_saved_
     assert not os.path.exists(moving)
 
 
+def test_two_clients_that_find_the_collection_with_text_at_once_move_it_once(home: Path) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from codeoid.memory import chroma_rest, vector_index
+    from codeoid.memory.embedding import default_embedder
+
+    target = chroma_server.endpoint()
+    embedder = default_embedder()
+    old = chroma_rest.create_collection(target, collection_name(WORKSPACE), embedder, {"codeoid_workspace": WORKSPACE})
+    texts = [f"chunk {n} about the lighthouse keeper's log" for n in range(40)]
+    chroma_rest.upsert(target, old, ids=[f"{STORE}:{n}:0" for n in range(40)],
+                       embeddings=[list(vector) for vector in embedder.embed(texts)], documents=texts,
+                       metadatas=[{"store": STORE, "episode_id": n, "chunk": 0, "start_line": 1, "end_line": 1}
+                                  for n in range(40)])
+
+    with ThreadPoolExecutor(2) as pool:
+        counts = list(pool.map(lambda _: VectorIndex(store=STORE).count(WORKSPACE), range(2)))
+
+    assert counts == [40, 40]
+    assert collection_names(target) == [collection_name(WORKSPACE, with_text=False)]
+    assert not os.path.exists(vector_index._moving_path(WORKSPACE))
+
+
 def test_an_idle_server_stops_by_itself_and_the_next_client_starts_another(
         home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CODEOID_CHROMA_IDLE_SECONDS", "2")

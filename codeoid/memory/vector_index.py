@@ -25,13 +25,15 @@ answer that says so. A local server that stopped while idle is restarted once be
 from __future__ import annotations
 
 import base64
+import fcntl
 import hashlib
 import json
 import os
 import socket
 import threading
 from array import array
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TypeVar
 
@@ -289,7 +291,8 @@ class VectorIndex:
             # chunk ids), or hold text it no longer keeps (v2). A team server's are left, for teammates still on
             # an older codeoid.
             chroma_rest.delete_collection(target, legacy_collection_name(workspace))
-            found = _without_text(target, workspace, create)
+            # None also when another client moved it meanwhile: the collection is then there to open.
+            found = _without_text(target, workspace) or chroma_rest.open_collection(target, name)
         if found is None and create:
             from codeoid.memory.embedding import default_embedder
 
@@ -309,33 +312,43 @@ def keeps_text(target: Endpoint) -> bool:
 COPY_PAGE = 500
 
 
-def _without_text(target: Endpoint, workspace: str, create: bool) -> chroma_rest.Collection | None:
+def _without_text(target: Endpoint, workspace: str) -> chroma_rest.Collection | None:
     """The local collection an older codeoid filled with text (v2), moved into one without (v3). Its vectors and
     metadata are saved to a file of the data dir (`_moving_path`), the old collection dropped, Chroma's file
     vacuumed, and the server started again before the new collection is written: a Chroma process that read the
     old rows can leave pieces of their text in the index files it writes next (it writes them from memory it did
     not clear: `length.bin`, one run in three), and the new process never held them. The file is removed once the
-    new collection holds every record; a move cut short resumes from it. None when there is nothing to move (and
-    `create` is False)."""
+    new collection holds every record; a move cut short resumes from it. None when there is nothing to move."""
     moving = _moving_path(workspace)
-    old = chroma_rest.open_collection(target, collection_name(workspace))
-    if old is None and not os.path.exists(moving):
-        return None
-    if old is not None:
-        _save_records(target, old, moving)
-        chroma_rest.delete_collection(target, collection_name(workspace))
-    before, after = chroma_rest.vacuum(target)
-    chroma_server.stop_server()
-    target = chroma_server.endpoint()  # a new process, on the same socket with the same token
-    from codeoid.memory.embedding import default_embedder
+    with _only_mover(moving):  # another thread or process may find the old collection at the same moment
+        old = chroma_rest.open_collection(target, collection_name(workspace))
+        if old is None and not os.path.exists(moving):
+            return None
+        if old is not None:
+            _save_records(target, old, moving)
+            chroma_rest.delete_collection(target, collection_name(workspace))
+        before, after = chroma_rest.vacuum(target)
+        chroma_server.stop_server()
+        target = chroma_server.endpoint()  # a new process, on the same socket with the same token
+        from codeoid.memory.embedding import default_embedder
 
-    new = chroma_rest.create_collection(target, collection_name(workspace, with_text=False), default_embedder(),
-                                        {"codeoid_workspace": workspace})
-    copied = _load_records(target, new, moving)
-    os.remove(moving)
+        new = chroma_rest.create_collection(target, collection_name(workspace, with_text=False), default_embedder(),
+                                            {"codeoid_workspace": workspace})
+        copied = _load_records(target, new, moving)
+        os.remove(moving)
     log("vectors", f"{workspace}: {copied} chunks moved to a collection without text; Chroma's file vacuumed "
                    f"({before:,} -> {after:,} bytes) and its server started again")
     return new
+
+
+@contextmanager
+def _only_mover(moving: str) -> Iterator[None]:
+    fd = paths.open_private(moving + ".lock", os.O_CREAT | os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
 
 
 def _moving_path(workspace: str) -> str:
