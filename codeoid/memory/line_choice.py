@@ -165,12 +165,12 @@ def question_terms(db: sqlite3.Connection, query: str) -> Terms:
     a word only the question's leading clause holds weighs `LEADING_WEIGHT` of its weight."""
     words = list(dict.fromkeys(word.lower() for word in _WORD.findall(query)))
     content = [word for word in words if word not in STOP_WORDS] or words
-    stems = {stem for found in _stems(content).values() for stem in found}
-    weights = _idf(db, stems)
+    stemmed = _stems(content)
+    weights = _idf(db, {stem for found in stemmed.values() for stem in found})
     leading = _LEADING.match(query)
     if leading:
         asked = {word.lower() for word in _WORD.findall(query[leading.end():])}
-        kept = {stem for found in _stems([word for word in asked if word in content]).values() for stem in found}
+        kept = {stem for word in asked & stemmed.keys() for stem in stemmed[word]}
         weights = {stem: weight * (1.0 if stem in kept else LEADING_WEIGHT) for stem, weight in weights.items()}
     return Terms(weights, bool(_ASKS_COUNT.search(query)), bool(_ASKS_FAILURE.search(query)),
                  bool(_NAMES_A_FAILURE.search(query)))
