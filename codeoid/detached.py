@@ -14,15 +14,14 @@ its server).
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import select
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
+from contextlib import AbstractContextManager
 from dataclasses import asdict
 from typing import Generic, TypeVar
 
@@ -56,24 +55,16 @@ class Detached(Generic[State]):
     def log_path(self) -> str:
         return os.path.join(self.state_dir(), self.log_file)
 
-    @contextmanager
-    def lock(self) -> Iterator[None]:
+    def lock(self) -> AbstractContextManager[None]:
         """The start/stop lock, held while a starter decides and starts."""
-        fd = self.acquire_lock()
-        try:
-            yield
-        finally:
-            os.close(fd)
+        return paths.locked(self._lock_path())
 
     def acquire_lock(self) -> int:
         """The start/stop lock as an open descriptor; closing it (or exiting) releases it."""
-        fd = paths.open_private(os.path.join(self.state_dir(), "lock"), os.O_CREAT | os.O_RDWR)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-        except BaseException:
-            os.close(fd)
-            raise
-        return fd
+        return paths.acquire_lock(self._lock_path())
+
+    def _lock_path(self) -> str:
+        return os.path.join(self.state_dir(), "lock")
 
     def read_state(self) -> State | None:
         try:

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 DIR_MODE = 0o700
 FILE_MODE = 0o600
@@ -84,6 +86,29 @@ def open_private(path: str, flags: int) -> int:
         os.close(fd)
         raise
     return fd
+
+
+def acquire_lock(path: str) -> int:
+    """An exclusive flock on `path` (created 0600), as an open descriptor: closing it, or exiting, releases it."""
+    import fcntl  # only where a lock is taken: hooks import this module on their hot path
+
+    fd = open_private(path, os.O_CREAT | os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+@contextmanager
+def locked(path: str) -> Iterator[None]:
+    """`acquire_lock` held for the block."""
+    fd = acquire_lock(path)
+    try:
+        yield
+    finally:
+        os.close(fd)
 
 
 def write_private(path: str, data: bytes) -> None:

@@ -25,15 +25,13 @@ answer that says so. A local server that stopped while idle is restarted once be
 from __future__ import annotations
 
 import base64
-import fcntl
 import hashlib
 import json
 import os
 import socket
 import threading
 from array import array
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
@@ -320,7 +318,7 @@ def _without_text(target: Endpoint, workspace: str) -> chroma_rest.Collection | 
     not clear: `length.bin`, one run in three), and the new process never held them. The file is removed once the
     new collection holds every record; a move cut short resumes from it. None when there is nothing to move."""
     moving = _moving_path(workspace)
-    with _only_mover(moving):  # another thread or process may find the old collection at the same moment
+    with paths.locked(moving + ".lock"):  # another thread or process may find the old collection at once
         old = chroma_rest.open_collection(target, collection_name(workspace))
         if old is None and not os.path.exists(moving):
             return None
@@ -339,16 +337,6 @@ def _without_text(target: Endpoint, workspace: str) -> chroma_rest.Collection | 
     log("vectors", f"{workspace}: {copied} chunks moved to a collection without text; Chroma's file vacuumed "
                    f"({before:,} -> {after:,} bytes) and its server started again")
     return new
-
-
-@contextmanager
-def _only_mover(moving: str) -> Iterator[None]:
-    fd = paths.open_private(moving + ".lock", os.O_CREAT | os.O_RDWR)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)
 
 
 def _moving_path(workspace: str) -> str:
