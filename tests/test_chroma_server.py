@@ -20,7 +20,7 @@ from conftest import TeamChroma
 
 from codeoid.memory import chroma_server
 from codeoid.memory.chroma_http import ChromaRefused, Endpoint, request
-from codeoid.memory.chroma_rest import API
+from codeoid.memory.chroma_rest import API, Collection
 from codeoid.memory.vector_index import (
     Chunk,
     VectorIndex,
@@ -227,6 +227,20 @@ def collection_names(target: Endpoint) -> list[str]:
     return sorted(str(found["name"]) for found in body)  # type: ignore[union-attr]
 
 
+def collection_with_text(target: Endpoint, texts: list[str]) -> Collection:
+    """A local collection as an older codeoid left it (v2): each text a chunk of episode n, with its text."""
+    from codeoid.memory import chroma_rest
+    from codeoid.memory.embedding import default_embedder
+
+    embedder = default_embedder()
+    old = chroma_rest.create_collection(target, collection_name(WORKSPACE), embedder, {"codeoid_workspace": WORKSPACE})
+    chroma_rest.upsert(target, old, ids=[f"{STORE}:{n}:0" for n in range(len(texts))],
+                       embeddings=[list(vector) for vector in embedder.embed(texts)], documents=texts,
+                       metadatas=[{"store": STORE, "episode_id": n, "chunk": 0, "start_line": 1, "end_line": 1}
+                                  for n in range(len(texts))])
+    return old
+
+
 def test_older_collections_on_the_local_server_are_dropped_and_their_text_purged(home: Path) -> None:
     """Before store ids (v1), and with the chunk text (v2, what every codeoid before this one kept locally): the
     v2 chunks are copied without their text, and no byte of that text is left in any file of the data dir."""
@@ -234,13 +248,8 @@ def test_older_collections_on_the_local_server_are_dropped_and_their_text_purged
     from codeoid.memory.embedding import default_embedder
 
     target = chroma_server.endpoint()
-    embedder = default_embedder()
-    chroma_rest.create_collection(target, legacy_collection_name(WORKSPACE), embedder, {})
-    old = chroma_rest.create_collection(target, collection_name(WORKSPACE), embedder, {"codeoid_workspace": WORKSPACE})
-    texts = [f"vintage chunk {n}: the zanzibar quokka password is tangerine-{n}" for n in range(700)]
-    chroma_rest.upsert(target, old, ids=[f"{STORE}:{n}:0" for n in range(700)],
-                       embeddings=[list(vector) for vector in embedder.embed(texts)], documents=texts,
-                       metadatas=[{"store": STORE, "episode_id": n, "chunk": 0, "start_line": 1, "end_line": 1}
+    chroma_rest.create_collection(target, legacy_collection_name(WORKSPACE), default_embedder(), {})
+    collection_with_text(target, [f"vintage chunk {n}: the zanzibar quokka password is tangerine-{n}"
                                   for n in range(700)])
     assert any(b"zanzibar quokka" in path.read_bytes() for path in (home / "chroma").rglob("*") if path.is_file())
 
@@ -259,16 +268,9 @@ def test_a_move_to_the_collection_without_text_cut_short_resumes_from_its_saved_
     """The old collection saved and dropped, then the process dies: the next open writes the new collection from
     the saved file, and removes it."""
     from codeoid.memory import chroma_rest, vector_index
-    from codeoid.memory.embedding import default_embedder
 
     target = chroma_server.endpoint()
-    embedder = default_embedder()
-    old = chroma_rest.create_collection(target, collection_name(WORKSPACE), embedder, {"codeoid_workspace": WORKSPACE})
-    texts = [f"chunk {n} about the harbour crane schedule" for n in range(30)]
-    chroma_rest.upsert(target, old, ids=[f"{STORE}:{n}:0" for n in range(30)],
-                       embeddings=[list(vector) for vector in embedder.embed(texts)], documents=texts,
-                       metadatas=[{"store": STORE, "episode_id": n, "chunk": 0, "start_line": 1, "end_line": 1}
-                                  for n in range(30)])
+    old = collection_with_text(target, [f"chunk {n} about the harbour crane schedule" for n in range(30)])
     moving = vector_index._moving_path(WORKSPACE)
     vector_index._save_records(target, old, moving)
     chroma_rest.delete_collection(target, collection_name(WORKSPACE))  # and here the process died
@@ -283,17 +285,10 @@ def test_a_move_to_the_collection_without_text_cut_short_resumes_from_its_saved_
 def test_two_clients_that_find_the_collection_with_text_at_once_move_it_once(home: Path) -> None:
     from concurrent.futures import ThreadPoolExecutor
 
-    from codeoid.memory import chroma_rest, vector_index
-    from codeoid.memory.embedding import default_embedder
+    from codeoid.memory import vector_index
 
     target = chroma_server.endpoint()
-    embedder = default_embedder()
-    old = chroma_rest.create_collection(target, collection_name(WORKSPACE), embedder, {"codeoid_workspace": WORKSPACE})
-    texts = [f"chunk {n} about the lighthouse keeper's log" for n in range(40)]
-    chroma_rest.upsert(target, old, ids=[f"{STORE}:{n}:0" for n in range(40)],
-                       embeddings=[list(vector) for vector in embedder.embed(texts)], documents=texts,
-                       metadatas=[{"store": STORE, "episode_id": n, "chunk": 0, "start_line": 1, "end_line": 1}
-                                  for n in range(40)])
+    collection_with_text(target, [f"chunk {n} about the lighthouse keeper's log" for n in range(40)])
 
     with ThreadPoolExecutor(2) as pool:
         counts = list(pool.map(lambda _: VectorIndex(store=STORE).count(WORKSPACE), range(2)))
