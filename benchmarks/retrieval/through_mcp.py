@@ -238,11 +238,10 @@ def prepare_week(args: argparse.Namespace) -> None:
 
 
 def _recompress(db: Any, project: Path) -> int:
-    """Each successful compressed Bash output run again through the installed `codeoid-compress` (the Bash
-    wrapper's own path, the raw stdout piped in) and stored as its hook would store it now: the new text, and an
-    output the rules now pass whole stored whole, with no raw output. A failed run's text holds Claude Code's own
-    "Exit code" line, which a pipe cannot reproduce, so failures stay as recorded."""
-    import subprocess
+    """Each successful compressed Bash output run again through the installed `codeoid-compress` (`_compress`)
+    and stored as its hook would store it now: the new text, and an output the rules now pass whole stored whole,
+    with no raw output. A failed run's text holds Claude Code's own "Exit code" line, which a pipe cannot
+    reproduce, so failures stay as recorded."""
     import tempfile
 
     from codeoid.store import raw
@@ -254,13 +253,11 @@ def _recompress(db: Any, project: Path) -> int:
     with tempfile.TemporaryDirectory() as scratch:
         for episode_id, command, tool_use_id, raw_id, text, summary in rows:
             stdout = raw.read_raw_stdout(db, raw_id)
-            ran = subprocess.run([str(Path(sys.executable).parent / "codeoid-compress"), "--command", command,
-                                  "--tool-use-id", tool_use_id], input=stdout, capture_output=True, check=True,
-                                 cwd=project, env={**os.environ, "CODEOID_HOME": scratch})
-            now = ran.stdout.decode("utf-8", "replace").rstrip("\n")
+            shown = _compress(command, tool_use_id, stdout, project, Path(scratch))
+            now = shown.decode("utf-8", "replace").rstrip("\n")
             if now == text.rstrip("\n"):
                 continue
-            whole = ran.stdout == stdout
+            whole = shown == stdout
             lines = now.count("\n") + 1
             db.execute("UPDATE episodes SET text = ?, token_estimate = ?, summary = ?, raw_output_id = ? WHERE id = ?",
                        (now, estimate_tokens(now), re.sub(r"\d[\d,]* lines$", f"{lines} lines", summary),
@@ -277,17 +274,23 @@ def _recompress(db: Any, project: Path) -> int:
 def _compressed_bash(memory: Any, owner: Any, project: Path, episode: dict[str, Any]) -> int:
     """A successful Bash call as the rewrite leaves it: its stdout through `codeoid-compress` (the rule for the
     command, the raw bytes archived under the call's id), the compressed text as the tool's result."""
-    import subprocess
-
     tool_use_id = "toolu_" + episode["key"].replace(".", "_")
-    command = episode["input"]["command"]
-    shown = subprocess.run([str(Path(sys.executable).parent / "codeoid-compress"), "--command", command,
-                            "--tool-use-id", tool_use_id, "--project-dir", str(project)],
-                           input=episode["response"]["stdout"].encode(), capture_output=True, check=True, cwd=project,
-                           env={**os.environ, "CODEOID_HOME": str(memory.home)}).stdout.decode()
+    shown = _compress(episode["input"]["command"], tool_use_id, episode["response"]["stdout"].encode(), project,
+                      memory.home).decode()
     archived = memory.db.execute("SELECT id FROM raw_outputs WHERE id = ?", (f"raw-{tool_use_id}",)).fetchone()
     return memory.tool(owner, "Bash", episode["input"], {**episode["response"], "stdout": shown.rstrip("\n")},
                        raw_output_id=archived[0] if archived else None)
+
+
+def _compress(command: str, tool_use_id: str, stdout: bytes, project: Path, home: Path) -> bytes:
+    """What the Bash wrapper's own path shows for `stdout`: the installed `codeoid-compress` with the command's rule,
+    the raw bytes archived under the call's id in the data dir `home`."""
+    import subprocess
+
+    return subprocess.run([str(Path(sys.executable).parent / "codeoid-compress"), "--command", command,
+                           "--tool-use-id", tool_use_id, "--project-dir", str(project)], input=stdout,
+                          capture_output=True, check=True, cwd=project,
+                          env={**os.environ, "CODEOID_HOME": str(home)}).stdout
 
 
 def _blocks(text: str) -> list[tuple[int, str]]:
