@@ -21,7 +21,6 @@ import subprocess
 import sys
 import time
 from collections.abc import Mapping
-from contextlib import AbstractContextManager
 from dataclasses import asdict
 from typing import Generic, TypeVar
 
@@ -55,9 +54,9 @@ class Detached(Generic[State]):
     def log_path(self) -> str:
         return os.path.join(self.state_dir(), self.log_file)
 
-    def lock(self) -> AbstractContextManager[None]:
+    def lock(self) -> paths.Locked:
         """The start/stop lock, held while a starter decides and starts."""
-        return paths.locked(self._lock_path())
+        return paths.Locked(self._lock_path())
 
     def acquire_lock(self) -> int:
         """The start/stop lock as an open descriptor; closing it (or exiting) releases it."""

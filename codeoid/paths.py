@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 DIR_MODE = 0o700
 FILE_MODE = 0o600
@@ -101,14 +99,19 @@ def acquire_lock(path: str) -> int:
     return fd
 
 
-@contextmanager
-def locked(path: str) -> Iterator[None]:
-    """`acquire_lock` held for the block."""
-    fd = acquire_lock(path)
-    try:
-        yield
-    finally:
-        os.close(fd)
+class Locked:
+    """`acquire_lock` held for a `with` block (a class, not `contextlib.contextmanager`: hooks import this module,
+    and contextlib is not theirs to load)."""
+
+    def __init__(self, path: str) -> None:
+        self._path = path
+        self._fd = -1
+
+    def __enter__(self) -> None:
+        self._fd = acquire_lock(self._path)
+
+    def __exit__(self, *raised: object) -> None:
+        os.close(self._fd)
 
 
 def write_private(path: str, data: bytes) -> None:

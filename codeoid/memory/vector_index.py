@@ -318,7 +318,7 @@ def _without_text(target: Endpoint, workspace: str) -> chroma_rest.Collection | 
     not clear: `length.bin`, one run in three), and the new process never held them. The file is removed once the
     new collection holds every record; a move cut short resumes from it. None when there is nothing to move."""
     moving = _moving_path(workspace)
-    with paths.locked(moving + ".lock"):  # another thread or process may find the old collection at once
+    with paths.Locked(moving + ".lock"):  # another thread or process may find the old collection at once
         old = chroma_rest.open_collection(target, collection_name(workspace))
         if old is None and not os.path.exists(moving):
             return None
